@@ -1,0 +1,77 @@
+# codemode — an OCI container runtime in C.
+#   make                  build ./build/codemode
+#   make install PREFIX=/usr/local
+#   make check            every suite this machine can run; ends with "N passed, N failed, N skipped"
+#   make unit             cmocka unit tests only
+
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+MANDIR    ?= $(PREFIX)/share/man
+DATADIR   ?= $(PREFIX)/share/codemode
+VERSION   := 0.1.0
+
+CC        ?= cc
+PKGS      := libseccomp libcap yajl libmnl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+
+SANITIZE  ?=
+WERROR    ?= -Werror
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=gnu11 -Wall -Wextra $(WERROR) -Wno-unused-parameter -fno-strict-aliasing \
+             -D_GNU_SOURCE -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" \
+             -Isrc $(PKG_CFLAGS)
+LDLIBS    += $(PKG_LIBS)
+ifneq ($(SANITIZE),)
+CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+LDFLAGS   += -fsanitize=$(SANITIZE)
+endif
+
+B := build
+LIB_SRCS  := $(sort $(wildcard src/util/*.c src/spec/*.c src/policy/*.c src/linux/*.c src/cgroup/*.c src/runtime/*.c))
+CLI_SRCS  := $(sort $(filter-out src/cli/run_standalone.c,$(wildcard src/cli/*.c)))
+LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
+CLI_OBJS  := $(CLI_SRCS:%.c=$(B)/%.o)
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
+
+all: $(B)/codemode
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/libcodemode.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/codemode: $(CLI_OBJS) $(B)/libcodemode.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(B)/libcodemode.a $(LDLIBS)
+
+$(B)/tests/%: tests/unit/%.c $(B)/libcodemode.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -Itests/unit -o $@ $< $(B)/libcodemode.a $(LDLIBS) -lcmocka
+
+unit-bins: $(UNIT_BINS)
+
+unit: $(UNIT_BINS)
+	tests/run-unit.sh $(UNIT_BINS)
+
+check: all $(UNIT_BINS)
+	CODEMODE=$(abspath $(B)/codemode) tests/run-all.sh $(UNIT_BINS)
+
+install: all
+	install -D -m 0755 $(B)/codemode $(DESTDIR)$(BINDIR)/codemode
+	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; \
+	  s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
+	@for p in seccomp-profiles/*.json; do [ -e "$$p" ] || continue; \
+	  install -D -m 0644 $$p $(DESTDIR)$(DATADIR)/seccomp/$$(basename $$p); done
+
+clean:
+	rm -rf $(B)
+
+format:
+	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c')
+
+.PHONY: all unit unit-bins check install clean format
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)

@@ -1,0 +1,29 @@
+/* The one piece of global mutable state: the logger.
+ * Text or JSON lines ({"level":…,"msg":…,"time":…}) to the --log file (stderr by default).
+ * Errors are also printed to stderr by the CLI; the log file is what containerd's shim reads. */
+#ifndef CM_UTIL_LOG_H
+#define CM_UTIL_LOG_H
+
+#include <stdbool.h>
+
+enum cm_log_level { CM_LOG_ERROR, CM_LOG_WARN, CM_LOG_INFO, CM_LOG_DEBUG };
+enum cm_log_format { CM_LOG_TEXT, CM_LOG_JSON };
+
+/* path == NULL: stderr. Returns -1 with errno if the file cannot be opened. */
+int cm_log_init(const char *path, enum cm_log_format format, bool debug);
+void cm_log(enum cm_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool cm_log_debug_enabled(void);
+/* true when the log goes to a file (not stderr): the CLI then prints errors to stderr too. */
+bool cm_log_is_file(void);
+/* The fd of the log file, or -1; children that must not inherit it close it. */
+int cm_log_fd(void);
+
+#define cm_debug(...) \
+  do { \
+    if (cm_log_debug_enabled()) \
+      cm_log(CM_LOG_DEBUG, __VA_ARGS__); \
+  } while (0)
+#define cm_warn(...) cm_log(CM_LOG_WARN, __VA_ARGS__)
+#define cm_info(...) cm_log(CM_LOG_INFO, __VA_ARGS__)
+
+#endif
