@@ -7,6 +7,7 @@
 #define CM_UTIL_ERROR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 struct cm_error {
   int errnum;   /* 0 when the error has no errno (a validation error) */

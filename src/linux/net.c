@@ -1,0 +1,61 @@
+/* Networking inside a new network namespace: only loopback, brought up over rtnetlink.
+ * Anything richer (veth, bridges) is the job of CNI/Docker, not of the runtime. */
+#include "linux/net.h"
+
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <net/if.h> /* before linux/ headers: glibc and uapi both define struct ifreq */
+#include <linux/rtnetlink.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static void mnl_closep(struct mnl_socket **nl) {
+  if (*nl)
+    mnl_socket_close(*nl);
+  *nl = NULL;
+}
+
+int net_loopback_up(struct cm_error **err) {
+  unsigned int ifindex = if_nametoindex("lo");
+  if (ifindex == 0)
+    return cm_error_set(err, errno, "bring up loopback: no interface \"lo\"");
+
+  char buf[MNL_SOCKET_BUFFER_SIZE];
+  struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+  nlh->nlmsg_type = RTM_NEWLINK;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  uint32_t seq = (uint32_t)time(NULL);
+  nlh->nlmsg_seq = seq;
+  struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+  ifm->ifi_family = AF_UNSPEC;
+  ifm->ifi_index = (int)ifindex;
+  ifm->ifi_flags = IFF_UP;
+  ifm->ifi_change = IFF_UP; /* touch only the UP bit */
+
+  /* CLOEXEC: this socket must not survive into the container's process. */
+  __attribute__((cleanup(mnl_closep))) struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+  if (!nl)
+    return cm_error_set(err, errno, "bring up loopback: open rtnetlink socket");
+  if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)
+    return cm_error_set(err, errno, "bring up loopback: bind rtnetlink socket");
+  unsigned int portid = mnl_socket_get_portid(nl);
+  if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+    return cm_error_set(err, errno, "bring up loopback: send RTM_NEWLINK");
+
+  /* Wait for the ACK; a NLMSG_ERROR carrying a non-zero error makes mnl_cb_run fail with it. */
+  for (;;) {
+    ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return cm_error_set(err, errno, "bring up loopback: receive rtnetlink reply");
+    }
+    int r = mnl_cb_run(buf, (size_t)n, seq, portid, NULL, NULL);
+    if (r < 0)
+      return cm_error_set(err, errno, "bring up loopback: RTM_NEWLINK lo (ifindex %u) refused", ifindex);
+    if (r == MNL_CB_STOP)
+      return 0;
+  }
+}
