@@ -2,6 +2,8 @@
 #ifndef CM_LINUX_CONSOLE_H
 #define CM_LINUX_CONSOLE_H
 
+#include <termios.h>
+
 #include "spec/spec.h"
 #include "util/error.h"
 
@@ -9,5 +11,16 @@
  * consoleSize, make the slave the controlling terminal and stdin/stdout/stderr, bind it over
  * /dev/console if that exists. Returns the master fd (O_CLOEXEC) to hand to the runtime. */
 int console_setup(const struct spec_process *p, struct cm_error **err);
+
+/* Runtime side (`--console-socket`): connect to the unix socket at `socket_path` and pass
+ * `master_fd` over SCM_RIGHTS, as containerd's shim expects. */
+int console_socket_send(const char *socket_path, int master_fd, struct cm_error **err);
+
+/* Runtime side, foreground `run` with a terminal: put the user's terminal `fd` in raw mode,
+ * saving its settings in *saved; console_restore() puts them back (best effort, for exit paths). */
+int console_set_raw(int fd, struct termios *saved, struct cm_error **err);
+void console_restore(int fd, const struct termios *saved);
+/* Copy the window size of terminal `from_fd` to `to_fd` (e.g. on SIGWINCH). 0, or -1 + errno. */
+int console_copy_winsize(int from_fd, int to_fd);
 
 #endif
