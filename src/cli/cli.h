@@ -1,0 +1,30 @@
+/* The CLI: parse flags, call the runtime, print. No mechanism lives here. */
+#ifndef CM_CLI_CLI_H
+#define CM_CLI_CLI_H
+
+#include <stdbool.h>
+#include "runtime/runtime.h"
+#include "util/error.h"
+
+struct cli_globals {
+  struct runtime_context ctx;
+};
+
+/* Report err (stderr, and the log file when --log is set), free it; returns exit status 1. */
+int cli_fail(struct cm_error *err);
+/* For usage errors: "codemode: <cmd>: <message>" + a hint to --help; returns 1. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parse a non-negative integer flag value; on error prints and returns -1. */
+int cli_parse_uint(const char *cmd, const char *flag, const char *value);
+
+int cmd_create(struct cli_globals *g, int argc, char **argv);
+int cmd_start(struct cli_globals *g, int argc, char **argv);
+int cmd_run(struct cli_globals *g, int argc, char **argv);
+int cmd_state(struct cli_globals *g, int argc, char **argv);
+int cmd_kill(struct cli_globals *g, int argc, char **argv);
+int cmd_delete(struct cli_globals *g, int argc, char **argv);
+int cmd_list(struct cli_globals *g, int argc, char **argv);
+int cmd_spec(struct cli_globals *g, int argc, char **argv);
+int cmd_features(struct cli_globals *g, int argc, char **argv);
+
+#endif

@@ -1,0 +1,162 @@
+/* Global options and command dispatch. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/log.h"
+
+static const char usage[] =
+    "usage: codemode [global options] COMMAND [options] [ID]\n"
+    "\n"
+    "An OCI container runtime (runc-compatible command line).\n"
+    "\n"
+    "Commands:\n"
+    "  create    create a container from a bundle (init waits for start)\n"
+    "  start     start a created container\n"
+    "  run       create and start a container, wait for it, delete it\n"
+    "  state     print the state of a container (JSON)\n"
+    "  kill      send a signal to a container's init\n"
+    "  delete    delete a container\n"
+    "  list      list containers\n"
+    "  spec      write a default config.json\n"
+    "  features  print the features this runtime implements (JSON)\n"
+    "\n"
+    "Global options:\n"
+    "  --root DIR                state directory (default /run/codemode)\n"
+    "  --log FILE                log file (default stderr)\n"
+    "  --log-format text|json    log line format (default text)\n"
+    "  --debug                   debug logging\n"
+    "  --systemd-cgroup          use the systemd cgroup driver\n"
+    "  --cgroup-manager cgroupfs|systemd|disabled\n"
+    "  -v, --version             print the version\n"
+    "  -h, --help                this help; COMMAND --help for a command's\n";
+
+int cli_fail(struct cm_error *err) {
+  char *msg = cm_error_format(err);
+  if (cm_log_is_file())
+    cm_log(CM_LOG_ERROR, "%s", msg);
+  fprintf(stderr, "codemode: %s\n", msg);
+  free(msg);
+  cm_error_free(err);
+  return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  char *msg = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&msg, fmt, ap) < 0)
+    msg = NULL;
+  va_end(ap);
+  if (cm_log_is_file())
+    cm_log(CM_LOG_ERROR, "%s: %s", cmd, msg ? msg : "");
+  fprintf(stderr, "codemode: %s: %s (see 'codemode %s --help')\n", cmd, msg ? msg : "", cmd);
+  free(msg);
+  return 1;
+}
+
+int cli_parse_uint(const char *cmd, const char *flag, const char *value) {
+  char *end;
+  long v = strtol(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || v < 0 || v > 1 << 20) {
+    cli_usage_error(cmd, "%s: \"%s\" is not a non-negative integer", flag, value);
+    return -1;
+  }
+  return (int)v;
+}
+
+static const struct {
+  const char *name;
+  int (*fn)(struct cli_globals *, int, char **);
+} commands[] = {
+    {"create", cmd_create}, {"start", cmd_start}, {"run", cmd_run},   {"state", cmd_state},
+    {"kill", cmd_kill},     {"delete", cmd_delete}, {"list", cmd_list}, {"spec", cmd_spec},
+    {"features", cmd_features},
+};
+
+static void print_version(void) {
+  printf("codemode version %s\nspec: %s\n", CODEMODE_VERSION, SPEC_OCI_VERSION);
+}
+
+int main(int argc, char **argv) {
+  struct cli_globals g = {.ctx = {.root = "/run/codemode", .cgroup_manager = CGROUP_MANAGER_CGROUPFS}};
+  const char *log_path = NULL;
+  enum cm_log_format log_format = CM_LOG_TEXT;
+  bool debug = false;
+  enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD, OPT_CGMGR, OPT_ROOTLESS, OPT_CRIU };
+  static const struct option opts[] = {
+      {"root", required_argument, NULL, OPT_ROOT},
+      {"log", required_argument, NULL, OPT_LOG},
+      {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+      {"debug", no_argument, NULL, OPT_DEBUG},
+      {"systemd-cgroup", no_argument, NULL, OPT_SYSTEMD},
+      {"cgroup-manager", required_argument, NULL, OPT_CGMGR},
+      {"rootless", required_argument, NULL, OPT_ROOTLESS}, /* runc's; accepted, only "auto"/"false" mean anything */
+      {"criu", required_argument, NULL, OPT_CRIU},         /* runc's; accepted and ignored (no checkpointing) */
+      {"version", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  int c;
+  /* "+": stop at the command name; its own options are parsed by the command. */
+  while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+    switch (c) {
+    case OPT_ROOT: g.ctx.root = optarg; break;
+    case OPT_LOG: log_path = optarg; break;
+    case OPT_LOG_FORMAT:
+      if (strcmp(optarg, "json") == 0)
+        log_format = CM_LOG_JSON;
+      else if (strcmp(optarg, "text") == 0)
+        log_format = CM_LOG_TEXT;
+      else {
+        fprintf(stderr, "codemode: --log-format: \"%s\" must be text or json\n", optarg);
+        return 1;
+      }
+      break;
+    case OPT_DEBUG: debug = true; break;
+    case OPT_SYSTEMD: g.ctx.cgroup_manager = CGROUP_MANAGER_SYSTEMD; break;
+    case OPT_CGMGR:
+      if (strcmp(optarg, "cgroupfs") == 0)
+        g.ctx.cgroup_manager = CGROUP_MANAGER_CGROUPFS;
+      else if (strcmp(optarg, "systemd") == 0)
+        g.ctx.cgroup_manager = CGROUP_MANAGER_SYSTEMD;
+      else if (strcmp(optarg, "disabled") == 0)
+        g.ctx.cgroup_manager = CGROUP_MANAGER_DISABLED;
+      else {
+        fprintf(stderr, "codemode: --cgroup-manager: \"%s\" must be cgroupfs, systemd or disabled\n", optarg);
+        return 1;
+      }
+      break;
+    case OPT_ROOTLESS:
+    case OPT_CRIU: break;
+    case 'v': print_version(); return 0;
+    case 'h': fputs(usage, stdout); return 0;
+    default: fputs(usage, stderr); return 1;
+    }
+  }
+  if (g.ctx.root[0] != '/') {
+    fprintf(stderr, "codemode: --root: \"%s\" must be an absolute path\n", g.ctx.root);
+    return 1;
+  }
+  if (cm_log_init(log_path, log_format, debug) < 0) {
+    fprintf(stderr, "codemode: --log %s: %m\n", log_path);
+    return 1;
+  }
+  if (optind >= argc) {
+    fputs(usage, stderr);
+    return 1;
+  }
+  const char *name = argv[optind];
+  for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+    if (strcmp(commands[i].name, name) == 0) {
+      int first = optind;
+      optind = 0; /* each command re-runs getopt on its own argv (0: full reinitialisation) */
+      return commands[i].fn(&g, argc - first, argv + first);
+    }
+  }
+  fprintf(stderr, "codemode: unknown command \"%s\" (see 'codemode --help')\n", name);
+  return 1;
+}

@@ -1,0 +1,291 @@
+#include "runtime/container_init.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "linux/caps.h"
+#include "linux/console.h"
+#include "linux/fds.h"
+#include "linux/namespaces.h"
+#include "linux/net.h"
+#include "linux/process_attrs.h"
+#include "linux/rootfs.h"
+#include "linux/security_attrs.h"
+#include "linux/sysctl.h"
+#include "linux/user.h"
+#include "runtime/hooks.h"
+#include "runtime/state.h"
+#include "util/cleanup.h"
+#include "util/sync.h"
+
+static __attribute__((noreturn)) void fail(int sync_fd, struct cm_error *err) {
+  sync_send_error(sync_fd, err);
+  _exit(1);
+}
+
+static bool ns_new(const struct spec *s, enum spec_ns_type t) {
+  return s->linux_.namespaces[t].present && s->linux_.namespaces[t].path == NULL;
+}
+
+/* Wait for one message of `type` from the runtime; anything else (or EOF: the runtime died) ends
+ * this process, so a half-built container never outlives its runtime. */
+static int64_t expect(int sync_fd, uint32_t type) {
+  struct sync_msg m;
+  struct cm_error *err = NULL;
+  int r = sync_recv(sync_fd, &m, NULL, &err);
+  if (r != 0 || m.type != type)
+    _exit(1);
+  return m.value;
+}
+
+/* Join every namespace given by path. The user namespace comes first so the others are joined
+ * with its privileges; all are opened before any setns, because joining the mount namespace
+ * changes what the other paths resolve to. */
+static int join_namespaces(const struct spec *s, struct cm_error **err) {
+  static const enum spec_ns_type order[] = {SPEC_NS_USER, SPEC_NS_IPC, SPEC_NS_UTS, SPEC_NS_NETWORK,
+                                            SPEC_NS_PID, SPEC_NS_CGROUP, SPEC_NS_TIME, SPEC_NS_MOUNT};
+  for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+    const struct spec_namespace *ns = &s->linux_.namespaces[order[i]];
+    if (ns->present && ns->path && ns_join(order[i], ns->path, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static __attribute__((noreturn)) void container_init(const struct init_config *c);
+
+void container_stage1(const struct init_config *c) {
+  const struct spec *s = c->spec;
+  struct cm_error *err = NULL;
+
+  /* The runtime has placed us in the container's cgroup before we create the cgroup
+   * namespace, so the container sees its own cgroup as its root. */
+  expect(c->sync_fd, SYNC_CGROUP_JOINED);
+
+  const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
+  if (userns->present && userns->path == NULL) {
+    if (unshare(CLONE_NEWUSER) < 0) {
+      cm_error_set(&err, errno, "unshare user namespace");
+      fail(c->sync_fd, err);
+    }
+    sync_send(c->sync_fd, SYNC_USERNS_READY, 0, NULL, -1, NULL);
+    expect(c->sync_fd, SYNC_USERNS_MAPPED);
+  }
+  if (join_namespaces(s, &err) < 0)
+    fail(c->sync_fd, err);
+  if (userns->present) {
+    /* Become the namespace's root, so every later step runs with the mapped root's identity. */
+    if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+      cm_error_set(&err, errno, "become root in the user namespace (is uid/gid 0 mapped?)");
+      fail(c->sync_fd, err);
+    }
+  }
+
+  int flags = 0;
+  for (int t = 0; t < SPEC_NS_COUNT; t++) {
+    if (t != SPEC_NS_USER && ns_new(s, t))
+      flags |= spec_ns_clone_flag(t);
+  }
+  if (flags && unshare(flags) < 0) {
+    cm_error_set(&err, errno, "unshare namespaces (flags 0x%x)", flags);
+    fail(c->sync_fd, err);
+  }
+  /* Offsets must be written before any process lives in the new time namespace. */
+  if (ns_new(s, SPEC_NS_TIME) && ns_write_time_offsets(&s->linux_, &err) < 0)
+    fail(c->sync_fd, err);
+
+  /* CLONE_PARENT: init becomes the runtime's child, so `run` can wait for it and create's
+   * caller (the shim, a subreaper) inherits it when the runtime exits. */
+  pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, NULL);
+  if (pid < 0) {
+    cm_error_set(&err, errno, "clone container init");
+    fail(c->sync_fd, err);
+  }
+  if (pid == 0)
+    container_init(c);
+  sync_send(c->sync_fd, SYNC_INIT_PID, pid, NULL, -1, NULL);
+  _exit(0);
+}
+
+/* The state JSON hooks run inside the container get. */
+static char *init_state_json(const struct init_config *c, pid_t host_pid, const char *status) {
+  struct container_state st = {
+      .id = (char *)c->id,
+      .pid = host_pid,
+      .bundle = (char *)c->bundle,
+      .rootfs = (char *)c->rootfs,
+      .annotations = c->spec->annotations,
+  };
+  return state_oci_json(&st, status);
+}
+
+static const char *env_get(const struct spec_strv *env, const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < env->count; i++) {
+    if (strncmp(env->items[i], name, n) == 0 && env->items[i][n] == '=')
+      return env->items[i] + n + 1;
+  }
+  return NULL;
+}
+
+static bool is_executable_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* Resolve args[0] against the container's PATH now, so a missing binary fails `create` with a
+ * clear message instead of a silent exit after `start`. */
+static char *find_executable(const struct spec_process *p, struct cm_error **err) {
+  const char *name = p->args.items[0];
+  if (strchr(name, '/')) {
+    if (!is_executable_file(name))
+      return cm_error_set(err, errno ? errno : EACCES, "exec: \"%s\"", name), NULL;
+    return strdup(name);
+  }
+  const char *path = env_get(&p->env, "PATH");
+  if (path == NULL)
+    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  cleanup_free char *copy = strdup(path);
+  char *save = NULL;
+  for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+    char *full;
+    if (asprintf(&full, "%s/%s", *dir ? dir : ".", name) < 0)
+      abort();
+    if (is_executable_file(full))
+      return full;
+    free(full);
+  }
+  cm_error_set(err, 0, "exec: \"%s\": executable file not found in $PATH", name);
+  return NULL;
+}
+
+static void reset_signals(void) {
+  sigset_t none;
+  sigemptyset(&none);
+  for (int sig = 1; sig < NSIG; sig++)
+    signal(sig, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void container_init(const struct init_config *c) {
+  const struct spec *s = c->spec;
+  const struct spec_process *p = s->process;
+  struct cm_error *err = NULL;
+  int sync_fd = c->sync_fd;
+
+  /* The runtime answers our SYNC_INIT_PID (sent by stage1) with our host pid. */
+  pid_t host_pid = (pid_t)expect(sync_fd, SYNC_INIT_PID);
+
+  const struct spec_namespace *mntns = &s->linux_.namespaces[SPEC_NS_MOUNT];
+  bool build_rootfs = mntns->present && mntns->path == NULL;
+  if (build_rootfs) {
+    /* Relative bind sources resolve against the bundle. */
+    if (chdir(c->bundle) < 0) {
+      cm_error_set(&err, errno, "chdir to bundle %s", c->bundle);
+      fail(sync_fd, err);
+    }
+    if (rootfs_prepare(s, c->rootfs, &err) < 0)
+      fail(sync_fd, err);
+  }
+
+  if (s->hooks[SPEC_HOOK_PRESTART].count || s->hooks[SPEC_HOOK_CREATE_RUNTIME].count) {
+    sync_send(sync_fd, SYNC_RUN_HOOKS, 0, NULL, -1, NULL);
+    expect(sync_fd, SYNC_HOOKS_DONE);
+  }
+  if (s->hooks[SPEC_HOOK_CREATE_CONTAINER].count) {
+    cleanup_free char *json = init_state_json(c, host_pid, "creating");
+    if (hooks_run(s->hooks, SPEC_HOOK_CREATE_CONTAINER, json, &err) < 0)
+      fail(sync_fd, err);
+  }
+
+  if (build_rootfs) {
+    if (rootfs_pivot(c->rootfs, c->no_pivot, &err) < 0 || rootfs_finalize(s, &err) < 0)
+      fail(sync_fd, err);
+  }
+  if (s->linux_.sysctl.count && sysctl_apply(&s->linux_.sysctl, &err) < 0)
+    fail(sync_fd, err);
+  if (ns_new(s, SPEC_NS_UTS) && ns_set_uts_names(s->hostname, s->domainname, &err) < 0)
+    fail(sync_fd, err);
+  if (ns_new(s, SPEC_NS_NETWORK) && net_loopback_up(&err) < 0)
+    fail(sync_fd, err);
+
+  if (setsid() < 0) {
+    cm_error_set(&err, errno, "setsid");
+    fail(sync_fd, err);
+  }
+  if (p->terminal) {
+    int master = console_setup(p, &err);
+    if (master < 0)
+      fail(sync_fd, err);
+    sync_send(sync_fd, SYNC_CONSOLE_FD, 0, NULL, master, NULL);
+    close(master);
+  }
+  if (!c->no_new_keyring && keyring_join_new(c->id, &err) < 0)
+    fail(sync_fd, err);
+  if (oom_score_adj_apply(p, &err) < 0 || rlimits_apply(p, &err) < 0 ||
+      personality_apply(&s->linux_.personality, &err) < 0 || io_priority_apply(p, &err) < 0 ||
+      scheduler_apply(p, &err) < 0 || lsm_apply_exec_label(p, &err) < 0)
+    fail(sync_fd, err);
+
+  bool cwd_ok = chdir(p->cwd) == 0; /* retried after the user switch: it may be the user's only */
+  if (!cwd_ok && errno != EACCES) {
+    cm_error_set(&err, errno, "chdir to cwd \"%s\"", p->cwd);
+    fail(sync_fd, err);
+  }
+  cleanup_free char *exe = find_executable(p, &err);
+  if (exe == NULL)
+    fail(sync_fd, err);
+
+  sync_send(sync_fd, SYNC_READY, 0, NULL, -1, NULL);
+  expect(sync_fd, SYNC_READY); /* the runtime has recorded us; EOF here means it died first */
+  close(sync_fd);
+
+  /* Wait for `start`. */
+  char byte;
+  ssize_t n;
+  do
+    n = read(c->fifo_fd, &byte, 1);
+  while (n < 0 && errno == EINTR);
+  close(c->fifo_fd);
+
+  /* From here errors go to the container's stderr: the runtime that created us is gone. */
+  if (s->hooks[SPEC_HOOK_START_CONTAINER].count) {
+    cleanup_free char *json = init_state_json(c, host_pid, "running");
+    if (hooks_run(s->hooks, SPEC_HOOK_START_CONTAINER, json, &err) < 0)
+      goto exec_failed;
+  }
+  /* Without no_new_privs, loading a filter needs CAP_SYS_ADMIN: load it while we still have it
+   * (the spec's order); with no_new_privs, load it last so it filters only the container. */
+  if (c->seccomp && !p->no_new_privileges && seccomp_load(c->seccomp, &err) < 0)
+    goto exec_failed;
+  if (user_switch(&p->user, &err) < 0 || caps_apply(&p->capabilities, &err) < 0)
+    goto exec_failed;
+  if (!cwd_ok && chdir(p->cwd) < 0) {
+    cm_error_set(&err, errno, "chdir to cwd \"%s\"", p->cwd);
+    goto exec_failed;
+  }
+  if (fds_verify_cwd_inside_root(&err) < 0)
+    goto exec_failed;
+  if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
+    goto exec_failed;
+  if (c->seccomp && p->no_new_privileges && seccomp_load(c->seccomp, &err) < 0)
+    goto exec_failed;
+  if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
+    goto exec_failed;
+  reset_signals();
+  execve(exe, p->args.items, p->env.count ? p->env.items : (char *const[]){NULL});
+  cm_error_set(&err, errno, "exec %s", exe);
+exec_failed:;
+  cleanup_free char *msg = cm_error_format(err);
+  dprintf(STDERR_FILENO, "codemode: %s\n", msg);
+  _exit(127);
+}

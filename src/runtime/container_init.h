@@ -1,0 +1,32 @@
+/* The container side of create: the code that runs in the processes the runtime forks.
+ *
+ * stage1 (forked by the runtime): joins the namespaces given by path, creates the user
+ * namespace (the runtime writes its id maps) and the other new namespaces, then clones the
+ * container init with CLONE_PARENT (so init is the runtime's own child, pid 1 in a new pid
+ * namespace) and exits.
+ * init: builds the root filesystem, runs the in-container hooks, sets up the console,
+ * reports READY, waits on exec.fifo for `start`, then drops privileges and execs. */
+#ifndef CM_RUNTIME_CONTAINER_INIT_H
+#define CM_RUNTIME_CONTAINER_INIT_H
+
+#include <stdbool.h>
+#include "linux/seccomp.h"
+#include "spec/spec.h"
+
+struct init_config {
+  const struct spec *spec;
+  const char *id;
+  const char *bundle; /* absolute */
+  const char *rootfs; /* absolute */
+  int sync_fd;        /* child end of the sync socketpair */
+  int fifo_fd;        /* exec.fifo, opened O_RDWR: a read blocks until `start` writes */
+  int preserve_fds;
+  bool no_pivot;
+  bool no_new_keyring;
+  const struct seccomp_program *seccomp; /* NULL: none */
+};
+
+/* Never returns. */
+__attribute__((noreturn)) void container_stage1(const struct init_config *c);
+
+#endif

@@ -1,0 +1,360 @@
+/* create: the runtime side. Validates, makes the state dir and cgroup, forks stage1 and drives
+ * it over the sync socket until init reports READY, then records the state and the pid file.
+ * Any failure tears down everything made so far: no state dir, cgroup or process survives. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "linux/console.h"
+#include "linux/namespaces.h"
+#include "linux/seccomp.h"
+#include "linux/sysctl.h"
+#include "runtime/container_init.h"
+#include "runtime/hooks.h"
+#include "runtime/runtime.h"
+#include "runtime/state.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/sync.h"
+
+static bool ns_new(const struct spec *s, enum spec_ns_type t) {
+  return s->linux_.namespaces[t].present && s->linux_.namespaces[t].path == NULL;
+}
+
+/* Checks that need the whole config and the command line, before anything is made. */
+static int validate_for_create(const struct spec *s, const struct create_options *o, struct cm_error **err) {
+  if (s->process == NULL)
+    return cm_error_set(err, 0, "config.json: .process: missing");
+  if (s->process->terminal && !o->foreground && o->console_socket == NULL)
+    return cm_error_set(err, 0, "config.json: .process.terminal is true but --console-socket was not given");
+  if (!s->linux_.namespaces[SPEC_NS_MOUNT].present)
+    return cm_error_set(err, 0, "config.json: .linux.namespaces: a mount namespace is required");
+  if ((s->hostname || s->domainname) && !ns_new(s, SPEC_NS_UTS))
+    return cm_error_set(err, 0, "config.json: .hostname: needs a new uts namespace");
+  if (ns_new(s, SPEC_NS_USER) && (s->linux_.n_uid_mappings == 0 || s->linux_.n_gid_mappings == 0))
+    return cm_error_set(err, 0, "config.json: .linux.uidMappings: a new user namespace needs uid and gid mappings");
+  if ((s->linux_.time_monotonic.present || s->linux_.time_boottime.present) && !ns_new(s, SPEC_NS_TIME))
+    return cm_error_set(err, 0, "config.json: .linux.timeOffsets: needs a new time namespace");
+  if (s->linux_.sysctl.count && sysctl_validate(s, err) < 0)
+    return -1;
+  return 0;
+}
+
+static char *now_rfc3339(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  char *out;
+  if (asprintf(&out, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+               tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec) < 0)
+    abort();
+  return out;
+}
+
+static int write_pid_file(const char *path, pid_t pid, struct cm_error **err) {
+  cleanup_free char *dir_copy = strdup(path), *base_copy = strdup(path);
+  const char *dir = dirname(dir_copy), *base = basename(base_copy);
+  cleanup_close int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return cm_error_set(err, errno, "--pid-file: open directory %s", dir);
+  char buf[32];
+  int len = snprintf(buf, sizeof(buf), "%d", pid);
+  if (write_file_atomic(dirfd, base, buf, (size_t)len, 0644, err) < 0)
+    return cm_error_prefix(err, "--pid-file %s", path);
+  return 0;
+}
+
+/* Keep our own fds out of 3 .. 3+preserve_fds-1: those numbers belong to the caller's fds. */
+static int move_above(int fd, int min, struct cm_error **err) {
+  if (fd < 0 || fd >= min)
+    return fd;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, min);
+  int e = errno;
+  close(fd);
+  if (moved < 0)
+    return cm_error_set(err, e, "move fd above %d", min);
+  return moved;
+}
+
+static int resolve_paths(const struct spec *s, const struct create_options *o, char **bundle_out,
+                         char **rootfs_out, struct cm_error **err) {
+  char buf[PATH_MAX];
+  const char *bundle = o->bundle ? o->bundle : ".";
+  if (realpath(bundle, buf) == NULL)
+    return cm_error_set(err, errno, "--bundle %s", bundle);
+  *bundle_out = strdup(buf);
+  cleanup_free char *joined = NULL;
+  const char *root = s->root_path;
+  if (root[0] != '/') {
+    if (asprintf(&joined, "%s/%s", *bundle_out, root) < 0)
+      abort();
+    root = joined;
+  }
+  struct stat st;
+  if (realpath(root, buf) == NULL)
+    return cm_error_set(err, errno, "config.json: .root.path: %s", root);
+  if (stat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
+    return cm_error_set(err, ENOTDIR, "config.json: .root.path: %s", root);
+  *rootfs_out = strdup(buf);
+  return 0;
+}
+
+struct create_run {
+  const struct runtime_context *ctx;
+  const struct create_options *opts;
+  const struct spec *spec;
+  struct container_state st;
+  struct cgroup *cgroup;
+  int dirfd, sock, fifo_fd;
+  pid_t stage1, init;
+  int console_master;
+};
+
+static int handle_hooks(struct create_run *r, struct cm_error **err) {
+  cleanup_free char *json = state_oci_json(&r->st, "creating");
+  if (hooks_run(r->spec->hooks, SPEC_HOOK_PRESTART, json, err) < 0 ||
+      hooks_run(r->spec->hooks, SPEC_HOOK_CREATE_RUNTIME, json, err) < 0)
+    return -1;
+  return sync_send(r->sock, SYNC_HOOKS_DONE, 0, NULL, -1, err);
+}
+
+/* Drive stage1 and init until READY. */
+static int drive_child(struct create_run *r, struct cm_error **err) {
+  if (sync_send(r->sock, SYNC_CGROUP_JOINED, 0, NULL, -1, err) < 0)
+    return -1;
+  for (;;) {
+    struct sync_msg m;
+    int fd = -1;
+    int rc = sync_recv(r->sock, &m, &fd, err);
+    if (rc < 0)
+      return -1;
+    if (rc == 1)
+      return cm_error_set(err, 0, "container init exited before it was ready");
+    switch (m.type) {
+    case SYNC_ERROR:
+      return cm_error_set(err, (int)m.value, "%s", m.text);
+    case SYNC_USERNS_READY:
+      if (ns_write_id_mappings(r->stage1, &r->spec->linux_, err) < 0 ||
+          sync_send(r->sock, SYNC_USERNS_MAPPED, 0, NULL, -1, err) < 0)
+        return -1;
+      break;
+    case SYNC_INIT_PID:
+      r->init = (pid_t)m.value;
+      waitpid(r->stage1, NULL, 0);
+      r->stage1 = 0;
+      r->st.pid = r->init;
+      if (sync_send(r->sock, SYNC_INIT_PID, r->init, NULL, -1, err) < 0)
+        return -1;
+      break;
+    case SYNC_RUN_HOOKS:
+      if (handle_hooks(r, err) < 0)
+        return -1;
+      break;
+    case SYNC_CONSOLE_FD:
+      if (fd < 0)
+        return cm_error_set(err, EPROTO, "console: no fd received");
+      if (r->opts->console_socket) {
+        int s = console_socket_send(r->opts->console_socket, fd, err);
+        close(fd);
+        if (s < 0)
+          return cm_error_prefix(err, "--console-socket %s", r->opts->console_socket);
+      } else {
+        r->console_master = fd;
+      }
+      break;
+    case SYNC_READY:
+      return 0;
+    default:
+      if (fd >= 0)
+        close(fd);
+      return cm_error_set(err, EPROTO, "sync: unexpected message %u", m.type);
+    }
+  }
+}
+
+static void teardown(struct create_run *r) {
+  struct cm_error *ignored = NULL;
+  if (r->stage1 > 0) {
+    kill(r->stage1, SIGKILL);
+    waitpid(r->stage1, NULL, 0);
+  }
+  if (r->init > 0) {
+    kill(r->init, SIGKILL);
+    waitpid(r->init, NULL, 0);
+  }
+  if (r->console_master >= 0)
+    close(r->console_master);
+  if (r->cgroup) {
+    cgroup_destroy(r->cgroup, &ignored);
+    cm_error_freep(&ignored);
+    cgroup_free(r->cgroup);
+    r->cgroup = NULL;
+  }
+  if (r->dirfd >= 0) {
+    state_dir_remove(r->ctx->root, r->opts->id, &ignored);
+    cm_error_freep(&ignored);
+  }
+}
+
+int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
+                   struct created_container *out, struct cm_error **err) {
+  if (container_id_validate(opts->id, err) < 0)
+    return -1;
+  struct spec *loaded = NULL;
+  const struct spec *s = opts->spec;
+  if (s == NULL) {
+    cleanup_free char *cfg = NULL;
+    const char *path = opts->config_path;
+    if (path == NULL) {
+      if (asprintf(&cfg, "%s/config.json", opts->bundle ? opts->bundle : ".") < 0)
+        abort();
+      path = cfg;
+    }
+    s = loaded = spec_load_file(path, "config.json", err);
+    if (s == NULL)
+      return -1;
+  }
+  struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1,
+                         .console_master = -1};
+  struct seccomp_program seccomp = {0};
+  bool has_seccomp = false;
+  int child_sock = -1;
+  int rc = -1;
+
+  if (validate_for_create(s, opts, err) < 0 || resolve_paths(s, opts, &r.st.bundle, &r.st.rootfs, err) < 0)
+    goto out;
+  /* Compiled before anything exists: a bad filter fails here, cleanly. */
+  if (s->linux_.seccomp.present) {
+    if (seccomp_compile(&s->linux_.seccomp, &seccomp, err) < 0)
+      goto out;
+    has_seccomp = true;
+  }
+  r.dirfd = state_dir_create(ctx->root, opts->id, err);
+  if (r.dirfd < 0)
+    goto out;
+  r.st.id = strdup(opts->id);
+  r.st.created = now_rfc3339();
+  r.st.owner = strdup("");
+  r.st.annotations = s->annotations;
+  for (int k = 0; k < SPEC_HOOK_KIND_COUNT; k++)
+    r.st.keeps_config |= s->hooks[k].count > 0 && (k == SPEC_HOOK_POSTSTART || k == SPEC_HOOK_POSTSTOP);
+
+  if (mkfifoat(r.dirfd, "exec.fifo", 0600) < 0) {
+    cm_error_set(err, errno, "create exec.fifo");
+    goto fail;
+  }
+  /* O_RDWR: init's read blocks until `start` writes, and never sees EOF meanwhile. */
+  r.fifo_fd = openat(r.dirfd, "exec.fifo", O_RDWR | O_CLOEXEC);
+  int pair[2];
+  if (r.fifo_fd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+    cm_error_set(err, errno, "create sync channel");
+    goto fail;
+  }
+  int min_fd = 3 + opts->preserve_fds;
+  r.sock = move_above(pair[0], min_fd, err);
+  child_sock = move_above(pair[1], min_fd, err);
+  r.fifo_fd = move_above(r.fifo_fd, min_fd, err);
+  if (r.sock < 0 || child_sock < 0 || r.fifo_fd < 0)
+    goto fail;
+
+  if (ctx->cgroup_manager != CGROUP_MANAGER_DISABLED &&
+      cgroup_create(opts->id, &s->linux_, ctx->cgroup_manager, &r.cgroup, err) < 0)
+    goto fail;
+
+  r.stage1 = fork();
+  if (r.stage1 < 0) {
+    cm_error_set(err, errno, "fork");
+    goto fail;
+  }
+  if (r.stage1 == 0) {
+    close(r.sock);
+    struct init_config ic = {
+        .spec = s,
+        .id = opts->id,
+        .bundle = r.st.bundle,
+        .rootfs = r.st.rootfs,
+        .sync_fd = child_sock,
+        .fifo_fd = r.fifo_fd,
+        .preserve_fds = opts->preserve_fds,
+        .no_pivot = opts->no_pivot,
+        .no_new_keyring = opts->no_new_keyring,
+        .seccomp = has_seccomp ? &seccomp : NULL,
+    };
+    container_stage1(&ic);
+  }
+  close(child_sock);
+  child_sock = -1;
+  close(r.fifo_fd);
+  r.fifo_fd = -1;
+  if (r.cgroup && cgroup_enter(r.cgroup, r.stage1, err) < 0)
+    goto fail;
+  if (drive_child(&r, err) < 0)
+    goto fail;
+
+  r.st.pid_start_time = proc_pid_start_time(r.init);
+  if (r.cgroup)
+    r.st.cgroup = cgroup_serialize(r.cgroup);
+  if (r.st.keeps_config && opts->config_path == NULL && opts->spec == NULL) {
+    /* Hooks run at start/delete read the config as it was at create. */
+    cleanup_free char *src = NULL;
+    if (asprintf(&src, "%s/config.json", r.st.bundle) < 0)
+      abort();
+    if (symlinkat(src, r.dirfd, "config.json") < 0) {
+      cm_error_set(err, errno, "keep config.json");
+      goto fail;
+    }
+  } else if (r.st.keeps_config) {
+    const char *src = opts->config_path;
+    char buf[PATH_MAX];
+    if (src == NULL || realpath(src, buf) == NULL || symlinkat(buf, r.dirfd, "config.json") < 0) {
+      cm_error_set(err, errno, "keep config.json");
+      goto fail;
+    }
+  }
+  if (state_write(r.dirfd, &r.st, err) < 0)
+    goto fail;
+  if (opts->pid_file && write_pid_file(opts->pid_file, r.init, err) < 0)
+    goto fail;
+  if (sync_send(r.sock, SYNC_READY, 0, NULL, -1, err) < 0)
+    goto fail;
+  if (out) {
+    out->pid = r.init;
+    out->console_master = r.console_master;
+    r.console_master = -1;
+  }
+  rc = 0;
+  goto out;
+
+fail:
+  if (child_sock >= 0)
+    close(child_sock);
+  teardown(&r);
+out:
+  if (r.fifo_fd >= 0)
+    close(r.fifo_fd);
+  if (r.sock >= 0)
+    close(r.sock);
+  if (r.dirfd >= 0)
+    close(r.dirfd);
+  if (r.console_master >= 0)
+    close(r.console_master);
+  if (r.cgroup)
+    cgroup_free(r.cgroup);
+  if (has_seccomp)
+    seccomp_program_free(&seccomp);
+  r.st.annotations = (struct spec_kv_list){0};
+  container_state_clear(&r.st);
+  spec_free(loaded);
+  return rc;
+}

@@ -1,0 +1,270 @@
+/* start, kill, delete, state and list: operations on a container that exists. Each takes the
+ * state dir's flock, so two operations on one id are serialised. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/hooks.h"
+#include "runtime/runtime.h"
+#include "runtime/state.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+struct opened {
+  int dirfd;
+  struct container_state st;
+  enum container_status status;
+  struct cgroup *cgroup;
+};
+
+static void opened_close(struct opened *o) {
+  if (o->dirfd >= 0)
+    close(o->dirfd);
+  if (o->cgroup)
+    cgroup_free(o->cgroup);
+  container_state_clear(&o->st);
+  o->dirfd = -1;
+  o->cgroup = NULL;
+}
+
+static int container_open(const struct runtime_context *ctx, const char *id, struct opened *o,
+                          struct cm_error **err) {
+  memset(o, 0, sizeof(*o));
+  o->dirfd = state_dir_open_locked(ctx->root, id, err);
+  if (o->dirfd < 0)
+    return -1;
+  int r = state_read(o->dirfd, id, &o->st, err);
+  if (r < 0) {
+    opened_close(o);
+    return -1;
+  }
+  if (r == 1) {
+    /* A state dir without state.json: a create that is still running, or one that was killed
+     * before it finished. The lock we hold says no create is running (create holds it until
+     * the state is written), so this is the leftover of a killed create. */
+    o->status = STATUS_CREATING;
+    o->st.id = strdup(id);
+    return 0;
+  }
+  o->status = state_status(o->dirfd, &o->st);
+  if (o->st.cgroup) {
+    struct cm_error *ignored = NULL;
+    o->cgroup = cgroup_deserialize(o->st.cgroup, &ignored);
+    cm_error_freep(&ignored);
+  }
+  if (o->status == STATUS_RUNNING && o->cgroup) {
+    struct cm_error *ignored = NULL;
+    if (cgroup_is_frozen(o->cgroup, &ignored) == 1)
+      o->status = STATUS_PAUSED;
+    cm_error_freep(&ignored);
+  }
+  return 0;
+}
+
+static struct spec *load_kept_config(int dirfd, struct cm_error **err) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/fd/%d/config.json", dirfd);
+  return spec_load_file(path, "config.json", err);
+}
+
+static void run_hooks_logged(const struct opened *o, enum spec_hook_kind kind, const char *status) {
+  if (!o->st.keeps_config)
+    return;
+  struct cm_error *err = NULL;
+  struct spec *s = load_kept_config(o->dirfd, &err);
+  if (s && s->hooks[kind].count) {
+    cleanup_free char *json = state_oci_json(&o->st, status);
+    hooks_run(s->hooks, kind, json, &err);
+  }
+  if (err) {
+    /* poststart and poststop failures are warnings, by the spec. */
+    cleanup_free char *msg = cm_error_format(err);
+    cm_warn("%s", msg);
+    cm_error_free(err);
+  }
+  spec_free(s);
+}
+
+int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
+  struct opened o;
+  if (container_open(ctx, id, &o, err) < 0)
+    return -1;
+  int rc = -1;
+  int fd = -1;
+  switch (o.status) {
+  case STATUS_CREATED: break;
+  case STATUS_STOPPED: cm_error_set(err, 0, "cannot start a container that has stopped"); goto out;
+  case STATUS_CREATING: cm_error_set(err, 0, "cannot start a container that is still being created"); goto out;
+  default: cm_error_set(err, 0, "cannot start an already running container"); goto out;
+  }
+  /* Non-blocking: if init died, there is no reader and open fails with ENXIO. */
+  fd = openat(o.dirfd, "exec.fifo", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    cm_error_set(err, 0, "container not running");
+    goto out;
+  }
+  if (write(fd, "0", 1) != 1) {
+    cm_error_set(err, errno, "start: write exec.fifo");
+    goto out;
+  }
+  unlinkat(o.dirfd, "exec.fifo", 0);
+  run_hooks_logged(&o, SPEC_HOOK_POSTSTART, "running");
+  rc = 0;
+out:
+  if (fd >= 0)
+    close(fd);
+  opened_close(&o);
+  return rc;
+}
+
+/* pidfd: the signal reaches the process we checked, never one that reused its pid. */
+static int signal_init(const struct opened *o, int signo, struct cm_error **err) {
+  cleanup_close int pidfd = pidfd_open(o->st.pid, 0);
+  if (pidfd < 0 || !state_pid_alive(o->st.pid, o->st.pid_start_time))
+    return cm_error_set(err, 0, "container not running");
+  if (pidfd_send_signal(pidfd, signo, NULL, 0) < 0) {
+    if (errno == ESRCH)
+      return cm_error_set(err, 0, "container not running");
+    return cm_error_set(err, errno, "kill container \"%s\" with signal %d", o->st.id, signo);
+  }
+  return 0;
+}
+
+int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, bool all, struct cm_error **err) {
+  struct opened o;
+  if (container_open(ctx, id, &o, err) < 0)
+    return -1;
+  int rc;
+  if (o.status == STATUS_STOPPED || o.status == STATUS_CREATING)
+    rc = cm_error_set(err, 0, "container not running");
+  else if (all && o.cgroup)
+    rc = cgroup_kill_all(o.cgroup, signo, err);
+  else
+    rc = signal_init(&o, signo, err);
+  opened_close(&o);
+  return rc;
+}
+
+/* Wait (up to timeout_ms) for init to be gone; it may not be our child, so poll its pidfd. */
+static bool wait_gone(const struct container_state *st, int timeout_ms) {
+  cleanup_close int pidfd = pidfd_open(st->pid, 0);
+  if (pidfd < 0 || !state_pid_alive(st->pid, st->pid_start_time))
+    return true;
+  struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+  int r;
+  do
+    r = poll(&pfd, 1, timeout_ms);
+  while (r < 0 && errno == EINTR);
+  waitpid(st->pid, NULL, WNOHANG); /* reap it if it is ours (run) */
+  return r > 0;
+}
+
+int runtime_delete(const struct runtime_context *ctx, const char *id, bool force, struct cm_error **err) {
+  struct opened o;
+  if (container_open(ctx, id, &o, err) < 0)
+    return -1;
+  int rc = -1;
+  bool alive = o.status != STATUS_STOPPED && o.status != STATUS_CREATING;
+  /* A created container has not run anything of the user's yet: delete kills it, as runc does. */
+  if (alive && o.status != STATUS_CREATED && !force) {
+    cm_error_set(err, 0, "cannot delete container \"%s\" that is not stopped: %s", id,
+                 container_status_name(o.status));
+    goto out;
+  }
+  if (alive) {
+    struct cm_error *ignored = NULL;
+    if (o.cgroup)
+      cgroup_kill_all(o.cgroup, SIGKILL, &ignored);
+    cm_error_freep(&ignored);
+    if (o.status == STATUS_PAUSED && o.cgroup)
+      cgroup_freeze(o.cgroup, false, &ignored);
+    cm_error_freep(&ignored);
+    signal_init(&o, SIGKILL, &ignored);
+    cm_error_freep(&ignored);
+    if (!wait_gone(&o.st, 10000)) {
+      cm_error_set(err, 0, "container \"%s\" did not die after SIGKILL", id);
+      goto out;
+    }
+  }
+  if (o.cgroup && cgroup_destroy(o.cgroup, err) < 0)
+    goto out;
+  if (o.status != STATUS_CREATING)
+    run_hooks_logged(&o, SPEC_HOOK_POSTSTOP, "stopped");
+  rc = state_dir_remove(ctx->root, id, err);
+out:
+  opened_close(&o);
+  return rc;
+}
+
+char *runtime_state_json(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
+  struct opened o;
+  if (container_open(ctx, id, &o, err) < 0)
+    return NULL;
+  char *json = NULL;
+  if (o.status == STATUS_CREATING) {
+    struct container_state st = {.id = o.st.id, .bundle = "", .rootfs = "", .created = ""};
+    json = state_oci_json(&st, "creating");
+  } else {
+    json = state_oci_json(&o.st, container_status_name(o.status));
+  }
+  opened_close(&o);
+  return json;
+}
+
+int runtime_list(const struct runtime_context *ctx, struct container_summary **out, size_t *n,
+                 struct cm_error **err) {
+  *out = NULL;
+  *n = 0;
+  DIR *d = opendir(ctx->root);
+  if (d == NULL) {
+    if (errno == ENOENT)
+      return 0;
+    return cm_error_set(err, errno, "open --root %s", ctx->root);
+  }
+  size_t cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.' || container_id_validate(de->d_name, NULL) < 0)
+      continue;
+    struct opened o;
+    struct cm_error *ignored = NULL;
+    if (container_open(ctx, de->d_name, &o, &ignored) < 0) {
+      cm_error_freep(&ignored);
+      continue;
+    }
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      *out = realloc(*out, cap * sizeof(**out));
+    }
+    struct container_summary *s = &(*out)[(*n)++];
+    s->id = strdup(de->d_name);
+    s->pid = o.status == STATUS_STOPPED ? 0 : o.st.pid;
+    s->status = strdup(container_status_name(o.status));
+    s->bundle = strdup(o.st.bundle ? o.st.bundle : "");
+    s->created = strdup(o.st.created ? o.st.created : "");
+    s->owner = strdup(o.st.owner ? o.st.owner : "");
+    opened_close(&o);
+  }
+  closedir(d);
+  return 0;
+}
+
+void container_summaries_free(struct container_summary *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(s[i].id);
+    free(s[i].status);
+    free(s[i].bundle);
+    free(s[i].created);
+    free(s[i].owner);
+  }
+  free(s);
+}

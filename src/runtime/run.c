@@ -1,0 +1,182 @@
+/* `run` in the foreground: create + start with the runtime as init's parent, forward every
+ * signal to init, proxy the terminal when process.terminal is set and no console socket was
+ * given, wait, delete (unless --keep), and report init's exit status. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "linux/console.h"
+#include "runtime/runtime.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+static int exit_code_of(int status) {
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return 255;
+}
+
+/* Copy what is readable from `from` to `to`; returns false on EOF/error of `from`. */
+static bool pump(int from, int to) {
+  char buf[8192];
+  ssize_t n = read(from, buf, sizeof(buf));
+  if (n <= 0)
+    return n < 0 && (errno == EINTR || errno == EAGAIN);
+  for (ssize_t off = 0; off < n;) {
+    ssize_t w = write(to, buf + off, (size_t)(n - off));
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return true; /* the reader went away: keep draining so the container is not blocked */
+    }
+    off += w;
+  }
+  return true;
+}
+
+static int wait_and_forward(pid_t init, int sigfd, int master, int *exit_status) {
+  bool stdin_open = master >= 0, master_open = master >= 0;
+  bool raw = false;
+  struct termios saved;
+  if (master >= 0 && isatty(STDIN_FILENO)) {
+    raw = console_set_raw(STDIN_FILENO, &saved, NULL) == 0;
+    console_copy_winsize(STDIN_FILENO, master);
+  }
+  int status = 0;
+  bool exited = false;
+  while (!exited || master_open) {
+    struct pollfd fds[3] = {
+        {.fd = sigfd, .events = POLLIN},
+        {.fd = master_open ? master : -1, .events = POLLIN},
+        {.fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN},
+    };
+    /* After init exited, only drain what the pty still holds. */
+    int r = poll(fds, exited ? 2 : 3, exited ? 100 : -1);
+    if (r < 0 && errno != EINTR)
+      break;
+    if (r == 0 && exited)
+      break;
+    if (fds[1].revents & (POLLIN | POLLHUP | POLLERR))
+      master_open = pump(master, STDOUT_FILENO);
+    if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (!pump(STDIN_FILENO, master))
+        stdin_open = false;
+    }
+    if (fds[0].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      while (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD) {
+          pid_t p;
+          int st;
+          while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+            if (p == init) {
+              status = st;
+              exited = true;
+            }
+          }
+        } else if (si.ssi_signo == SIGWINCH) {
+          if (master >= 0)
+            console_copy_winsize(STDIN_FILENO, master);
+        } else {
+          kill(init, (int)si.ssi_signo);
+        }
+      }
+    }
+  }
+  if (raw)
+    console_restore(STDIN_FILENO, &saved);
+  *exit_status = exit_code_of(status);
+  return 0;
+}
+
+int runtime_run(const struct runtime_context *ctx, const struct create_options *opts, bool detach, bool keep,
+                int *exit_status, struct cm_error **err) {
+  *exit_status = 0;
+  struct create_options o = *opts;
+  o.foreground = !detach;
+  /* Block every signal before init exists, so none sent meanwhile is lost: they wait in the
+   * signalfd and are forwarded once init runs. */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigdelset(&all, SIGSEGV);
+  sigdelset(&all, SIGBUS);
+  sigdelset(&all, SIGFPE);
+  sigdelset(&all, SIGILL);
+  sigprocmask(SIG_BLOCK, &all, &old);
+  struct created_container c = {.pid = -1, .console_master = -1};
+  int rc = -1;
+  cleanup_close int sigfd = -1;
+  if (runtime_create(ctx, &o, &c, err) < 0)
+    goto out;
+  if (runtime_start(ctx, o.id, err) < 0) {
+    struct cm_error *ignored = NULL;
+    runtime_delete(ctx, o.id, true, &ignored);
+    cm_error_freep(&ignored);
+    goto out;
+  }
+  if (detach) {
+    rc = 0;
+    goto out;
+  }
+  sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd < 0) {
+    cm_error_set(err, errno, "signalfd");
+    goto out;
+  }
+  /* The child may already have exited before the signalfd existed: its SIGCHLD is pending and
+   * the signalfd reports it. */
+  wait_and_forward(c.pid, sigfd, c.console_master, exit_status);
+  rc = 0;
+  if (!keep) {
+    struct cm_error *derr = NULL;
+    if (runtime_delete(ctx, o.id, true, &derr) < 0) {
+      cleanup_free char *msg = cm_error_format(derr);
+      cm_warn("delete after run: %s", msg);
+      cm_error_free(derr);
+    }
+  }
+out:
+  if (c.console_master >= 0)
+    close(c.console_master);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+int signal_parse(const char *s, struct cm_error **err) {
+  if (s == NULL || *s == '\0')
+    return cm_error_set(err, 0, "signal must not be empty");
+  char *end;
+  long n = strtol(s, &end, 10);
+  if (*end == '\0') {
+    if (n <= 0 || n >= NSIG)
+      return cm_error_set(err, 0, "invalid signal \"%s\"", s);
+    return (int)n;
+  }
+  const char *name = s;
+  if (strncasecmp(name, "SIG", 3) == 0)
+    name += 3;
+  for (int sig = 1; sig < NSIG; sig++) {
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev && strcasecmp(abbrev, name) == 0)
+      return sig;
+  }
+  if (strncasecmp(name, "RTMIN", 5) == 0 || strncasecmp(name, "RTMAX", 5) == 0) {
+    long off = name[5] ? strtol(name + 5, &end, 10) : 0;
+    if (*end == '\0' || name[5] == '\0') {
+      int sig = strncasecmp(name, "RTMIN", 5) == 0 ? SIGRTMIN + (int)off : SIGRTMAX + (int)off;
+      if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+        return sig;
+    }
+  }
+  return cm_error_set(err, 0, "invalid signal \"%s\"", s);
+}

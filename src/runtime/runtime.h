@@ -1,0 +1,65 @@
+/* What the CLI asks of the runtime: one call per lifecycle operation. */
+#ifndef CM_RUNTIME_RUNTIME_H
+#define CM_RUNTIME_RUNTIME_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include "cgroup/cgroup.h"
+#include "spec/spec.h"
+#include "util/error.h"
+
+struct runtime_context {
+  const char *root; /* state root, default /run/codemode */
+  enum cgroup_manager cgroup_manager;
+};
+
+struct create_options {
+  const char *id;
+  const char *bundle;      /* default "." */
+  const char *config_path; /* default <bundle>/config.json */
+  const char *pid_file;
+  const char *console_socket;
+  bool no_pivot;
+  bool no_new_keyring;
+  int preserve_fds;
+  /* Set by `run`: the runtime stays the parent of init and keeps the pty master. */
+  bool foreground;
+  /* A spec already loaded (and possibly tightened by policy/); NULL: load config_path. */
+  struct spec *spec;
+};
+
+/* The result of a create the caller keeps for run. */
+struct created_container {
+  pid_t pid;
+  int console_master; /* -1 unless foreground with terminal: true */
+};
+
+int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
+                   struct created_container *out, struct cm_error **err);
+int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_error **err);
+/* Foreground run: create + start, forward signals, proxy the terminal, wait, delete unless keep.
+ * *exit_status is the container's exit code or 128+signal. */
+int runtime_run(const struct runtime_context *ctx, const struct create_options *opts, bool detach, bool keep,
+                int *exit_status, struct cm_error **err);
+int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, bool all, struct cm_error **err);
+int runtime_delete(const struct runtime_context *ctx, const char *id, bool force, struct cm_error **err);
+
+/* The OCI state document of one container (JSON, malloc'd). */
+char *runtime_state_json(const struct runtime_context *ctx, const char *id, struct cm_error **err);
+
+struct container_summary {
+  char *id;
+  pid_t pid;
+  char *status;
+  char *bundle;
+  char *created;
+  char *owner;
+};
+int runtime_list(const struct runtime_context *ctx, struct container_summary **out, size_t *n,
+                 struct cm_error **err);
+void container_summaries_free(struct container_summary *s, size_t n);
+
+/* Signal names and numbers: "9", "KILL", "SIGKILL", "sigkill". */
+int signal_parse(const char *s, struct cm_error **err);
+
+#endif

@@ -1,0 +1,70 @@
+/* The state directory <root>/<id>/ and the state file in it.
+ *
+ *   state.json   what later commands need (pid + its start time, bundle, cgroup, …), written
+ *                atomically (temp file, fsync, rename): never half-written.
+ *   exec.fifo    exists from create until start: init blocks reading it.
+ *   config.json  a copy of the config, kept only when poststop hooks need it at delete.
+ *
+ * The status is derived, not stored: init's pid alive (same start time, not a zombie) and the
+ * fifo present → created; alive and frozen → paused; alive → running; otherwise stopped. */
+#ifndef CM_RUNTIME_STATE_H
+#define CM_RUNTIME_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "spec/spec.h"
+#include "util/error.h"
+
+struct container_state {
+  char *id;
+  pid_t pid;
+  uint64_t pid_start_time; /* /proc/PID/stat field 22: detects a reused pid */
+  char *bundle;
+  char *rootfs;
+  char *created; /* RFC 3339 */
+  char *owner;
+  char *cgroup;  /* cgroup_serialize() or NULL */
+  struct spec_kv_list annotations;
+  bool keeps_config;
+};
+
+enum container_status {
+  STATUS_CREATING,
+  STATUS_CREATED,
+  STATUS_RUNNING,
+  STATUS_PAUSED,
+  STATUS_STOPPED,
+};
+const char *container_status_name(enum container_status s);
+
+/* Reject "", ".", "..", anything with '/' or control characters, and > 1024 bytes. */
+int container_id_validate(const char *id, struct cm_error **err);
+
+/* <root>/<id>; malloc'd. */
+char *state_dir_path(const char *root, const char *id);
+/* mkdir <root> (0700) and <root>/<id>; EEXIST → "container with id exists: ID". Returns the dir fd. */
+int state_dir_create(const char *root, const char *id, struct cm_error **err);
+/* Open an existing state dir and take an exclusive flock on it (serialises operations on one id).
+ * Missing → `container "ID" does not exist`. Returns the locked dir fd. */
+int state_dir_open_locked(const char *root, const char *id, struct cm_error **err);
+int state_dir_remove(const char *root, const char *id, struct cm_error **err);
+
+int state_write(int dirfd, const struct container_state *st, struct cm_error **err);
+/* Returns 0, or 1 when state.json does not exist yet (container still creating). */
+int state_read(int dirfd, const char *id, struct container_state *st, struct cm_error **err);
+void container_state_clear(struct container_state *st);
+
+enum container_status state_status(int dirfd, const struct container_state *st);
+/* true when pid is alive with that start time and not a zombie. */
+bool state_pid_alive(pid_t pid, uint64_t start_time);
+uint64_t proc_pid_start_time(pid_t pid);
+
+/* The OCI state JSON for hooks and `state`. */
+char *state_oci_json(const struct container_state *st, const char *status);
+
+/* Atomic write of a small file (temp + fsync + rename). */
+int write_file_atomic(int dirfd, const char *name, const char *data, size_t len, mode_t mode,
+                      struct cm_error **err);
+
+#endif
