@@ -330,6 +330,13 @@ void spec_free(struct spec *s);
 struct spec_process *spec_process_load_file(const char *path, struct cm_error **err);
 void spec_process_free(struct spec_process *p);
 
+/* `update --resources FILE`: a bare linux.resources object, validated like config.json's
+ * .linux.resources (paths start at "."). Fills *out (zeroed first); free with
+ * spec_resources_free, which releases the contents, not the struct itself. */
+int spec_resources_load_string(const char *json, size_t len, const char *label, struct spec_resources *out,
+                               struct cm_error **err);
+void spec_resources_free(struct spec_resources *r);
+
 /* Names ↔ values used across layers. */
 const char *spec_ns_name(enum spec_ns_type t);           /* "pid", "network", … */
 int spec_ns_clone_flag(enum spec_ns_type t);             /* CLONE_NEW* */
