@@ -20,7 +20,7 @@ WERROR    ?= -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra $(WERROR) -Wno-unused-parameter -fno-strict-aliasing \
              -D_GNU_SOURCE -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" \
-             -Isrc $(PKG_CFLAGS)
+             -iquote src $(PKG_CFLAGS)
 LDLIBS    += $(PKG_LIBS)
 ifneq ($(SANITIZE),)
 CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
