@@ -1,5 +1,12 @@
 /* linux.seccomp → a BPF program (libseccomp). Compiled by the runtime before the container
- * starts, so a bad profile fails `create` clearly; loaded last, just before execve. */
+ * starts, so a bad profile fails `create` clearly; loaded last, just before execve.
+ *
+ * Load order: with process.noNewPrivileges, load after no_new_privs_apply and after caps_apply
+ * (nothing privileged is left to do). Without it, seccomp(2) needs CAP_SYS_ADMIN, so load while
+ * still privileged, before caps_apply drops it — the filter then also applies to the remaining
+ * setup syscalls (capset, prctl, close_range, chdir, the sync write, execve), which a strict
+ * profile must allow. A NOTIFY filter blocks any notified syscall until an agent answers the
+ * listener fd: hand the fd over with syscalls the profile does not notify. */
 #ifndef CM_LINUX_SECCOMP_H
 #define CM_LINUX_SECCOMP_H
 #include <stddef.h>
@@ -9,13 +16,16 @@
 
 struct seccomp_program {
   void *bpf;       /* struct sock_filter[] */
-  size_t n_insns;
+  size_t n_insns;  /* 0: no seccomp (linux.seccomp absent); loading is then a no-op */
   unsigned flags;  /* SECCOMP_FILTER_FLAG_* to pass to seccomp(2) */
   bool notify;     /* has SCMP_ACT_NOTIFY rules: load returns a listener fd */
 };
 int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, struct cm_error **err);
 /* Load with seccomp(SECCOMP_SET_MODE_FILTER). Returns the notify fd (>= 0) when prog->notify,
- * else 0; -1 on error. */
-int seccomp_load(const struct seccomp_program *prog, struct cm_error **err);
+ * else 0; -1 on error. Named seccomp_program_load because libseccomp exports seccomp_load. */
+int seccomp_program_load(const struct seccomp_program *prog, struct cm_error **err);
+/* Transitional: the old name, as a 2-argument macro so it never collides with libseccomp's
+ * 1-argument seccomp_load. Prefer seccomp_program_load. */
+#define seccomp_load(prog, err) seccomp_program_load(prog, err)
 void seccomp_program_free(struct seccomp_program *prog);
 #endif
