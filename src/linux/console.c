@@ -61,7 +61,7 @@ static int open_console_target(int *fd_out, struct cm_error **err) {
     if (errno == ENOENT)
       return 0;
     if (errno == ELOOP)
-      return cm_error_set(err, ELOOP, "console: /dev/console (or /dev) is a symlink; refusing to mount over it");
+      return cm_error_set(err, ELOOP, "console: /dev (or a parent) is a symlink; refusing to mount over /dev/console");
     return cm_error_set(err, errno, "console: open /dev/console");
   }
   struct stat st;
@@ -69,6 +69,10 @@ static int open_console_target(int *fd_out, struct cm_error **err) {
     int e = errno;
     close(fd);
     return cm_error_set(err, e, "console: fstat /dev/console");
+  }
+  if (S_ISLNK(st.st_mode)) { /* O_PATH|O_NOFOLLOW hands back the link itself */
+    close(fd);
+    return cm_error_set(err, ELOOP, "console: /dev/console is a symlink; refusing to mount over it");
   }
   if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
     close(fd);
@@ -131,17 +135,17 @@ int console_setup(const struct spec_process *p, struct cm_error **err) {
     if (ioctl(master, TIOCSWINSZ, &ws) < 0)
       return cm_error_set(err, errno, "console: set window size %ux%u", p->console_width, p->console_height);
   }
-  if (ioctl(slave, TIOCSCTTY, 0) < 0)
-    return cm_error_set(err, errno, "console: make the pty the controlling terminal (TIOCSCTTY)");
-  for (int target = 0; target <= 2; target++) {
-    if (dup2(slave, target) < 0)
-      return cm_error_set(err, errno, "console: dup pty slave onto fd %d", target);
-  }
-
+  /* /dev/console first: a failure here leaves our stdio and session untouched. */
   cleanup_close int console = -1;
   if (open_console_target(&console, err) < 0)
     return -1;
   if (console >= 0 && bind_slave_over(slave, console, err) < 0)
     return -1;
+  if (ioctl(slave, TIOCSCTTY, 0) < 0)
+    return cm_error_set(err, errno, "console: make the pty the controlling terminal (TIOCSCTTY)");
+  /* dup2 clears CLOEXEC on 0..2 (slave > 2, see move_above_stdio), so stdio survives execve. */
+  for (int target = 0; target <= 2; target++)
+    if (dup2(slave, target) < 0)
+      return cm_error_set(err, errno, "console: dup pty slave onto fd %d", target);
   return cm_steal_fd(&master);
 }
