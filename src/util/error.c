@@ -1,4 +1,3 @@
-#define _GNU_SOURCE
 #include "util/error.h"
 
 #include <errno.h>
