@@ -168,6 +168,45 @@ static char *find_executable(const struct spec_process *p, struct cm_error **err
   return NULL;
 }
 
+/* runc and Docker give the process HOME from the container's /etc/passwd when the config has
+ * none; read after pivot_root, so the file is the container's own. */
+static char **env_with_home(const struct spec_process *p) {
+  if (env_get(&p->env, "HOME"))
+    return p->env.items;
+  const char *home = "/";
+  char line[1024];
+  cleanup_free char *found = NULL;
+  cleanup_fclose FILE *f = fopen("/etc/passwd", "re");
+  while (f && fgets(line, sizeof(line), f)) {
+    /* name:pw:uid:gid:gecos:home:shell */
+    char *fields[7] = {0}, *tok = line;
+    int n = 0;
+    for (char *q = line; n < 7; q++) {
+      if (*q == ':' || *q == '\n' || *q == '\0') {
+        bool end = *q != ':';
+        *q = '\0';
+        fields[n++] = tok;
+        tok = q + 1;
+        if (end)
+          break;
+      }
+    }
+    if (n >= 6 && strtoul(fields[2], NULL, 10) == p->user.uid && fields[2][0] && *fields[5]) {
+      found = strdup(fields[5]);
+      home = found;
+      break;
+    }
+  }
+  char **env = calloc(p->env.count + 2, sizeof(char *));
+  if (env == NULL)
+    abort();
+  for (size_t i = 0; i < p->env.count; i++)
+    env[i] = p->env.items[i];
+  if (asprintf(&env[p->env.count], "HOME=%s", home) < 0)
+    abort();
+  return env;
+}
+
 static void reset_signals(void) {
   sigset_t none;
   sigemptyset(&none);
@@ -244,6 +283,7 @@ static void container_init(const struct init_config *c) {
   cleanup_free char *exe = find_executable(p, &err);
   if (exe == NULL)
     fail(sync_fd, err);
+  char **envp = env_with_home(p);
 
   sync_send(sync_fd, SYNC_READY, 0, NULL, -1, NULL);
   expect(sync_fd, SYNC_READY); /* the runtime has recorded us; EOF here means it died first */
@@ -282,7 +322,7 @@ static void container_init(const struct init_config *c) {
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     goto exec_failed;
   reset_signals();
-  execve(exe, p->args.items, p->env.count ? p->env.items : (char *const[]){NULL});
+  execve(exe, p->args.items, envp);
   cm_error_set(&err, errno, "exec %s", exe);
 exec_failed:;
   cleanup_free char *msg = cm_error_format(err);
