@@ -54,8 +54,8 @@ int oom_score_adj_apply(const struct spec_process *p, struct cm_error **err) {
   if (write(fd, buf, (size_t)len) != len) {
     if (errno == EACCES)
       return cm_error_set(err, errno,
-                          "process.oomScoreAdj: set %d: lowering the OOM score below its current value needs "
-                          "CAP_SYS_RESOURCE",
+                          "process.oomScoreAdj: set %d: lowering the OOM score adjustment below the minimum "
+                          "inherited from a privileged ancestor needs CAP_SYS_RESOURCE",
                           p->oom_score_adj);
     return cm_error_set(err, errno, "process.oomScoreAdj: write %d to /proc/self/oom_score_adj", p->oom_score_adj);
   }
@@ -79,6 +79,11 @@ int personality_apply(const struct spec_personality *pers, struct cm_error **err
 int io_priority_apply(const struct spec_process *p, struct cm_error **err) {
   if (!p->has_io_priority)
     return 0;
+  /* Out-of-range values would be silently masked into other bits (newer kernels read hints there). */
+  if (p->io_priority_class < IOPRIO_CLASS_RT || p->io_priority_class > IOPRIO_CLASS_IDLE)
+    return cm_error_set(err, EINVAL, "process.ioPriority.class: %d is not RT, BE or IDLE", p->io_priority_class);
+  if (p->io_priority < 0 || p->io_priority > 7)
+    return cm_error_set(err, EINVAL, "process.ioPriority.priority: %d is not in 0..7", p->io_priority);
   int value = IOPRIO_PRIO_VALUE(p->io_priority_class, p->io_priority);
   if (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, value) < 0)
     return cm_error_set(err, errno, "process.ioPriority: ioprio_set(class %d, priority %d)", p->io_priority_class,
