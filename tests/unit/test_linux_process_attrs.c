@@ -9,6 +9,8 @@
 #include <linux/ioprio.h>
 #include <sched.h>
 #include <sys/capability.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -84,6 +86,33 @@ static void test_oom_score_adj(void **state) {
   assert_int_equal(run_in_child(oom_child, NULL), 0);
 }
 
+/* A file bind-mounted over /proc/self/oom_score_adj (CVE-2025-52881 class) must not receive the
+ * write. The mount lives only in the child's private mount namespace. */
+static int oom_redirect_child(void *arg) {
+  const char *decoy = arg;
+  CHILD_CHECK(unshare(CLONE_NEWNS) == 0);
+  CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+  CHILD_CHECK(mount(decoy, "/proc/self/oom_score_adj", NULL, MS_BIND, NULL) == 0);
+  struct spec_process p = {.has_oom_score_adj = true, .oom_score_adj = 300};
+  struct cm_error *err = NULL;
+  CHILD_CHECK(oom_score_adj_apply(&p, &err) < 0);
+  CHILD_CHECK(err && err->errnum == EXDEV && strstr(err->msg, "open /proc/self/oom_score_adj"));
+  cm_error_free(err);
+  struct stat st;
+  CHILD_CHECK(stat(decoy, &st) == 0 && st.st_size == 0);
+  return 0;
+}
+
+static void test_oom_score_adj_refuses_bind_mounted_file(void **state) {
+  char decoy[] = "/tmp/cm-oom-decoy-XXXXXX";
+  int fd = mkstemp(decoy);
+  assert_true(fd >= 0);
+  close(fd);
+  int rc = run_in_child(oom_redirect_child, decoy);
+  unlink(decoy);
+  assert_int_equal(rc, 0);
+}
+
 static int personality_child(void *arg) {
   struct spec_personality pers = {.present = true, .domain = PER_LINUX32};
   CHILD_OK(personality_apply(&pers, &err));
@@ -136,7 +165,8 @@ static void test_scheduler(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rlimits),      cmocka_unit_test(test_oom_score_adj), cmocka_unit_test(test_personality),
+      cmocka_unit_test(test_rlimits),      cmocka_unit_test(test_oom_score_adj),
+      cmocka_unit_test(test_oom_score_adj_refuses_bind_mounted_file), cmocka_unit_test(test_personality),
       cmocka_unit_test(test_io_priority), cmocka_unit_test(test_scheduler),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
