@@ -1,0 +1,433 @@
+/* The one cgroup interface: detects unified / hybrid / legacy mode, resolves linux.cgroupsPath,
+ * and dispatches to the v1 and v2 code. The cgroupfs driver only; systemd is refused clearly. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include "cgroup/cgroup.h"
+#include "cgroup/internal.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#define CGROUP_FS_ROOT "/sys/fs/cgroup"
+#define CGROUP_HYBRID_V2_MOUNT CGROUP_FS_ROOT "/unified"
+#define DEFAULT_PARENT "/codemode"
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    ;
+}
+
+static const char *mode_tag(enum cgroup_mode mode) {
+  switch (mode) {
+  case CGROUP_MODE_UNIFIED:
+    return "v2";
+  case CGROUP_MODE_HYBRID:
+    return "hybrid";
+  case CGROUP_MODE_LEGACY:
+    return "v1";
+  case CGROUP_MODE_DISABLED:
+    return "disabled";
+  }
+  return "?";
+}
+
+static int detect_mode(enum cgroup_mode *mode, struct cm_error **err) {
+  struct statfs st;
+  if (statfs(CGROUP_FS_ROOT, &st) < 0)
+    return cm_error_set(err, errno, "cgroup: statfs %s", CGROUP_FS_ROOT);
+  if (st.f_type == CGROUP2_SUPER_MAGIC) {
+    *mode = CGROUP_MODE_UNIFIED;
+    return 0;
+  }
+  if (statfs(CGROUP_HYBRID_V2_MOUNT, &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC)
+    *mode = CGROUP_MODE_HYBRID;
+  else
+    *mode = CGROUP_MODE_LEGACY;
+  return 0;
+}
+
+/* linux.cgroupsPath → a clean absolute path. Relative paths are taken from the hierarchy root
+ * (as crun does), so one path names the same cgroup in every v1 hierarchy. */
+static char *resolve_path(const char *id, const char *cgroups_path, struct cm_error **err) {
+  cleanup_free char *raw = NULL;
+  if (cgroups_path == NULL || cgroups_path[0] == '\0') {
+    if (asprintf(&raw, DEFAULT_PARENT "/%s", id) < 0)
+      abort();
+  } else {
+    if (cgroups_path[0] != '/' && strchr(cgroups_path, ':') != NULL) {
+      cm_error_set(err, EINVAL,
+                   "linux.cgroupsPath: \"%s\" is a systemd-style \"slice:prefix:name\" path; it needs the systemd "
+                   "cgroup driver (--systemd-cgroup), or use a path like /codemode/%s",
+                   cgroups_path, id);
+      return NULL;
+    }
+    if (asprintf(&raw, "/%s", cgroups_path) < 0)
+      abort();
+  }
+  char *out = malloc(strlen(raw) + 2);
+  if (out == NULL)
+    abort();
+  out[0] = '\0';
+  size_t len = 0;
+  char *save = NULL;
+  for (char *comp = strtok_r(raw, "/", &save); comp != NULL; comp = strtok_r(NULL, "/", &save)) {
+    if (strcmp(comp, ".") == 0)
+      continue;
+    /* ".." would let a config create and later rmdir directories outside the cgroup tree. */
+    if (strcmp(comp, "..") == 0) {
+      free(out);
+      cm_error_set(err, EINVAL, "linux.cgroupsPath: \"%s\" must not contain \"..\"", cgroups_path);
+      return NULL;
+    }
+    len += (size_t)sprintf(out + len, "/%s", comp);
+  }
+  /* The root cgroup is shared by the whole host: destroying "the container's cgroup" would kill
+   * everything. */
+  if (len == 0) {
+    free(out);
+    cm_error_set(err, EINVAL, "linux.cgroupsPath: \"%s\" names the root cgroup", cgroups_path ? cgroups_path : "");
+    return NULL;
+  }
+  return out;
+}
+
+static struct cgroup *cgroup_open(enum cgroup_mode mode, const char *path, struct cm_error **err) {
+  struct cgroup *cg = calloc(1, sizeof(*cg));
+  if (cg == NULL)
+    abort();
+  cg->mode = mode;
+  cg->v2_existing_depth = -1;
+  cg->path = strdup(path);
+  if (cg->path == NULL)
+    abort();
+  if (mode == CGROUP_MODE_DISABLED)
+    return cg;
+  if (mode == CGROUP_MODE_UNIFIED || mode == CGROUP_MODE_HYBRID) {
+    cg->v2_mount = strdup(mode == CGROUP_MODE_UNIFIED ? CGROUP_FS_ROOT : CGROUP_HYBRID_V2_MOUNT);
+    if (cg->v2_mount == NULL || asprintf(&cg->v2_dir, "%s%s", cg->v2_mount, path) < 0)
+      abort();
+  }
+  if (mode != CGROUP_MODE_UNIFIED && cg_v1_discover(cg, err) < 0) {
+    cgroup_free(cg);
+    return NULL;
+  }
+  return cg;
+}
+
+void cgroup_free(struct cgroup *cg) {
+  if (cg == NULL)
+    return;
+  for (size_t i = 0; i < cg->n_v1; i++) {
+    free(cg->v1[i].mountpoint);
+    free(cg->v1[i].controllers);
+    free(cg->v1[i].dir);
+  }
+  free(cg->v1);
+  free(cg->v2_mount);
+  free(cg->v2_dir);
+  free(cg->path);
+  free(cg);
+}
+
+const char *cgroup_path(const struct cgroup *cg) {
+  return cg->path;
+}
+
+/* The directory whose cgroup.procs lists every process of the container. */
+static const char *primary_dir(const struct cgroup *cg) {
+  if (cg->v2_dir != NULL)
+    return cg->v2_dir;
+  static const char *const order[] = {"freezer", "pids", "memory", "devices", NULL};
+  for (size_t i = 0; order[i]; i++) {
+    struct cgroup_v1_hierarchy *h = cg_v1_find(cg, order[i]);
+    if (h != NULL)
+      return h->dir;
+  }
+  return cg->n_v1 > 0 ? cg->v1[0].dir : NULL;
+}
+
+/* Undo a failed create: remove what this run made, nothing else. */
+static void remove_created(struct cgroup *cg) {
+  struct cm_error *ignored = NULL;
+  for (size_t i = 0; i < cg->n_v1; i++) {
+    if (cg->v1[i].existing_depth >= 0 && cg_rmdir_tree(cg->v1[i].mountpoint, cg->path, cg->v1[i].existing_depth, &ignored) < 0) {
+      cm_debug("cgroup: cleanup: %s", ignored->msg);
+      cm_error_freep(&ignored);
+    }
+  }
+  if (cg->v2_dir != NULL && cg->v2_existing_depth >= 0 &&
+      cg_rmdir_tree(cg->v2_mount, cg->path, cg->v2_existing_depth, &ignored) < 0) {
+    cm_debug("cgroup: cleanup: %s", ignored->msg);
+    cm_error_freep(&ignored);
+  }
+}
+
+static int apply_resources(struct cgroup *cg, const struct spec_resources *r, const struct spec_device_rule *rules,
+                           size_t n_rules, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_UNIFIED)
+    return cg_v2_apply_resources(cg->v2_dir, r, rules, n_rules, err);
+  return cg_v1_apply_resources(cg, r, rules, n_rules, err);
+}
+
+static int systemd_driver_error(struct cm_error **err) {
+  struct stat st;
+  /* sd_booted()'s test: this directory exists only when systemd is PID 1. */
+  if (stat("/run/systemd/system", &st) < 0 || !S_ISDIR(st.st_mode))
+    return cm_error_set(err, 0, "systemd cgroup driver: systemd is not running (use the cgroupfs driver)");
+  return cm_error_set(err, ENOSYS, "systemd cgroup driver: not implemented yet (use the cgroupfs driver)");
+}
+
+int cgroup_create(const char *id, const struct spec_linux *l, enum cgroup_manager mgr, struct cgroup **out,
+                  struct cm_error **err) {
+  *out = NULL;
+  if (mgr == CGROUP_MANAGER_SYSTEMD)
+    return systemd_driver_error(err);
+  cleanup_free char *path = resolve_path(id, l ? l->cgroups_path : NULL, err);
+  if (path == NULL)
+    return -1;
+  enum cgroup_mode mode = CGROUP_MODE_DISABLED;
+  if (mgr != CGROUP_MANAGER_DISABLED && detect_mode(&mode, err) < 0)
+    return -1;
+  struct cgroup *cg = cgroup_open(mode, path, err);
+  if (cg == NULL)
+    return -1;
+  if (mode == CGROUP_MODE_DISABLED) {
+    *out = cg;
+    return 0;
+  }
+
+  if (cg_v1_create_dirs(cg, err) < 0)
+    goto fail;
+  if (cg->v2_dir != NULL) {
+    if (cg_mkdir_p(cg->v2_mount, cg->path, &cg->v2_existing_depth, NULL, err) < 0 ||
+        cg_v2_enable_controllers(cg->v2_mount, cg->path, err) < 0) {
+      cm_error_prefix(err, "cgroup");
+      goto fail;
+    }
+  }
+  /* Reusing a cgroup is fine only when it is empty: otherwise update/kill/delete would act on
+   * processes that are not the container's. */
+  {
+    pid_t *pids = NULL;
+    size_t n = 0;
+    if (cgroup_pids(cg, &pids, &n, err) < 0)
+      goto fail;
+    free(pids);
+    if (n > 0) {
+      cm_error_set(err, EBUSY, "cgroup %s already exists and has processes in it", cg->path);
+      goto fail;
+    }
+  }
+  if (l != NULL) {
+    size_t n_rules = 0;
+    cleanup_free struct spec_device_rule *rules = cg_device_rules(&l->resources, l->devices, l->n_devices, &n_rules);
+    if (apply_resources(cg, &l->resources, rules, n_rules, err) < 0)
+      goto fail;
+  }
+  *out = cg;
+  return 0;
+
+fail:
+  remove_created(cg);
+  cgroup_free(cg);
+  return -1;
+}
+
+int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_DISABLED)
+    return 0;
+  char value[32];
+  snprintf(value, sizeof(value), "%d", (int)pid);
+  for (size_t i = 0; i < cg->n_v1; i++)
+    if (cg_write(cg->v1[i].dir, "cgroup.procs", value, NULL, err) < 0)
+      return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
+  if (cg->v2_dir != NULL && cg_write(cg->v2_dir, "cgroup.procs", value, NULL, err) < 0)
+    return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
+  return 0;
+}
+
+char *cgroup_serialize(const struct cgroup *cg) {
+  char *out = NULL;
+  if (asprintf(&out, "%s:%s", mode_tag(cg->mode), cg->path) < 0)
+    abort();
+  return out;
+}
+
+struct cgroup *cgroup_deserialize(const char *saved, struct cm_error **err) {
+  const char *colon = saved ? strchr(saved, ':') : NULL;
+  if (colon == NULL || colon[1] != '/') {
+    cm_error_set(err, EINVAL, "cgroup: bad saved state \"%s\"", saved ? saved : "");
+    return NULL;
+  }
+  enum cgroup_mode mode;
+  size_t tag_len = (size_t)(colon - saved);
+  if (tag_len == 2 && strncmp(saved, "v2", 2) == 0)
+    mode = CGROUP_MODE_UNIFIED;
+  else if (tag_len == 6 && strncmp(saved, "hybrid", 6) == 0)
+    mode = CGROUP_MODE_HYBRID;
+  else if (tag_len == 2 && strncmp(saved, "v1", 2) == 0)
+    mode = CGROUP_MODE_LEGACY;
+  else if (tag_len == 8 && strncmp(saved, "disabled", 8) == 0)
+    mode = CGROUP_MODE_DISABLED;
+  else {
+    cm_error_set(err, EINVAL, "cgroup: bad saved state \"%s\"", saved);
+    return NULL;
+  }
+  /* The saved path came from our own state file, but check it as strictly as a config's. */
+  cleanup_free char *path = resolve_path("", colon + 1, err);
+  if (path == NULL)
+    return NULL;
+  if (mode != CGROUP_MODE_DISABLED) {
+    enum cgroup_mode now;
+    if (detect_mode(&now, err) < 0)
+      return NULL;
+    if (now != mode) {
+      cm_error_set(err, 0, "cgroup: the container was created in %s mode but the host is now %s", mode_tag(mode),
+                   mode_tag(now));
+      return NULL;
+    }
+  }
+  return cgroup_open(mode, path, err);
+}
+
+static int disabled_error(const char *what, struct cm_error **err) {
+  return cm_error_set(err, ENOTSUP, "%s: the container runs without a cgroup (--cgroup-manager disabled)", what);
+}
+
+int cgroup_update(struct cgroup *cg, const struct spec_resources *r, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_DISABLED)
+    return disabled_error("update", err);
+  /* linux.devices are not known here; only replace the device policy when asked to. */
+  size_t n_rules = 0;
+  cleanup_free struct spec_device_rule *rules = r->n_devices > 0 ? cg_device_rules(r, NULL, 0, &n_rules) : NULL;
+  return apply_resources(cg, r, rules, n_rules, err);
+}
+
+/* v1 freezer if mounted, else cgroup2's cgroup.freeze (also in hybrid mode). */
+static const char *freezer_dir(const struct cgroup *cg, bool *v1) {
+  struct cgroup_v1_hierarchy *h = cg->mode == CGROUP_MODE_UNIFIED ? NULL : cg_v1_find(cg, "freezer");
+  *v1 = h != NULL;
+  if (h != NULL)
+    return h->dir;
+  if (cg->v2_dir != NULL && strcmp(cg->v2_dir, cg->v2_mount) != 0)
+    return cg->v2_dir;
+  return NULL;
+}
+
+int cgroup_freeze(struct cgroup *cg, bool frozen, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_DISABLED)
+    return disabled_error(frozen ? "pause" : "resume", err);
+  bool v1;
+  const char *dir = freezer_dir(cg, &v1);
+  if (dir == NULL)
+    return cm_error_set(err, ENOTSUP, "cgroup %s: no freezer available", cg->path);
+  int r = v1 ? cg_v1_freeze(dir, frozen, err) : cg_v2_freeze(dir, frozen, err);
+  if (r < 0)
+    return cm_error_prefix(err, "cgroup %s", frozen ? "freeze" : "thaw");
+  return 0;
+}
+
+int cgroup_is_frozen(struct cgroup *cg, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_DISABLED)
+    return 0;
+  bool v1;
+  const char *dir = freezer_dir(cg, &v1);
+  if (dir == NULL)
+    return 0;
+  return v1 ? cg_v1_is_frozen(dir, err) : cg_v2_is_frozen(dir, err);
+}
+
+int cgroup_pids(struct cgroup *cg, pid_t **pids, size_t *n, struct cm_error **err) {
+  *pids = NULL;
+  *n = 0;
+  if (cg->mode == CGROUP_MODE_DISABLED)
+    return disabled_error("list processes", err);
+  const char *dir = primary_dir(cg);
+  if (dir == NULL)
+    return cm_error_set(err, ENOENT, "cgroup %s: no hierarchy to read processes from", cg->path);
+  return cg_read_pids_recursive(dir, pids, n, err);
+}
+
+int cgroup_kill_all(struct cgroup *cg, int signo, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_DISABLED)
+    return disabled_error("kill --all", err);
+  if (signo == SIGKILL && cg->v2_dir != NULL) {
+    int r = cg_v2_kill(cg->v2_dir, err);
+    if (r != 0)
+      return r;
+  }
+  /* Freeze first so nothing forks between reading the list and signalling it. */
+  bool v1;
+  bool frozen = false;
+  if (freezer_dir(cg, &v1) != NULL) {
+    struct cm_error *ferr = NULL;
+    if (cgroup_freeze(cg, true, &ferr) == 0)
+      frozen = true;
+    else {
+      cm_debug("cgroup: kill without freezing: %s", ferr->msg);
+      cm_error_free(ferr);
+    }
+  }
+  pid_t *pids = NULL;
+  size_t n = 0;
+  int rc = cgroup_pids(cg, &pids, &n, err);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    if (kill(pids[i], signo) < 0 && errno != ESRCH)
+      rc = cm_error_set(err, errno, "kill process %d", (int)pids[i]);
+  }
+  free(pids);
+  if (frozen) {
+    struct cm_error *terr = NULL;
+    if (cgroup_freeze(cg, false, rc == 0 ? err : &terr) < 0)
+      rc = -1;
+    cm_error_free(terr);
+  }
+  return rc;
+}
+
+int cgroup_destroy(struct cgroup *cg, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_DISABLED)
+    return 0;
+  pid_t *pids = NULL;
+  size_t n = 0;
+  struct cm_error *ignored = NULL;
+  if (cgroup_pids(cg, &pids, &n, &ignored) == 0 && n > 0) {
+    free(pids);
+    if (cgroup_kill_all(cg, SIGKILL, err) < 0)
+      return cm_error_prefix(err, "cgroup %s", cg->path);
+    /* Wait (about 5 s) for the kernel to empty it; rmdir below retries EBUSY too. */
+    for (int i = 0; i < 500; i++) {
+      if (cgroup_pids(cg, &pids, &n, &ignored) < 0 || n == 0)
+        break;
+      free(pids);
+      sleep_ms(10);
+    }
+    free(pids);
+  } else {
+    free(pids);
+  }
+  cm_error_freep(&ignored);
+  /* Try every hierarchy even when one fails; report the first failure. */
+  int rc = 0;
+  for (size_t i = 0; i < cg->n_v1; i++)
+    if (cg_rmdir_tree(cg->v1[i].mountpoint, cg->path, -1, rc == 0 ? err : &ignored) < 0) {
+      rc = -1;
+      cm_error_freep(&ignored);
+    }
+  if (cg->v2_dir != NULL && cg_rmdir_tree(cg->v2_mount, cg->path, -1, rc == 0 ? err : &ignored) < 0) {
+    rc = -1;
+    cm_error_freep(&ignored);
+  }
+  if (rc < 0)
+    return cm_error_prefix(err, "cgroup: remove %s", cg->path);
+  return 0;
+}

@@ -1,0 +1,221 @@
+/* linux.resources.devices on cgroup v2: a BPF_PROG_TYPE_CGROUP_DEVICE program.
+ *
+ * Semantics are those of the v1 devices controller: start from deny-all, apply the rules in
+ * order, a later rule overriding an earlier one per access bit. The program walks the rules
+ * backwards keeping the still-undecided request bits: an allow rule decides the bits it covers
+ * (allowed), a deny rule that covers an undecided bit denies the request. Nothing matched → deny.
+ * No RLIMIT_MEMLOCK raise: since 5.11 BPF memory is charged to the memory cgroup. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cgroup/internal.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+/* The devices every container needs, allowed after the config's rules (as runc does). The host
+ * console (5:1) and everything else stay denied unless the config allows them. */
+static const struct spec_device_rule default_rules[] = {
+    {true, 'c', -1, -1, "m"},  {true, 'b', -1, -1, "m"},  /* mknod anything; opening is what counts */
+    {true, 'c', 1, 3, "rwm"},  {true, 'c', 1, 5, "rwm"},  /* null, zero */
+    {true, 'c', 1, 7, "rwm"},  {true, 'c', 1, 8, "rwm"},  /* full, random */
+    {true, 'c', 1, 9, "rwm"},  {true, 'c', 5, 0, "rwm"},  /* urandom, tty */
+    {true, 'c', 5, 2, "rwm"},  {true, 'c', 136, -1, "rwm"}, /* ptmx, pts */
+};
+
+struct spec_device_rule *cg_device_rules(const struct spec_resources *r, const struct spec_device *devs,
+                                         size_t n_devs, size_t *n_out) {
+  size_t n_defaults = sizeof(default_rules) / sizeof(default_rules[0]);
+  size_t cap = r->n_devices + n_devs + n_defaults;
+  struct spec_device_rule *rules = calloc(cap, sizeof(*rules));
+  if (rules == NULL)
+    abort();
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_devices; i++)
+    rules[n++] = r->devices[i];
+  /* A device the config creates in the container is meant to be usable there. */
+  for (size_t i = 0; i < n_devs; i++) {
+    if (devs[i].type != 'c' && devs[i].type != 'u' && devs[i].type != 'b')
+      continue; /* FIFOs are not subject to the device cgroup */
+    rules[n] = (struct spec_device_rule){true, devs[i].type == 'b' ? 'b' : 'c', devs[i].major, devs[i].minor, "rwm"};
+    n++;
+  }
+  for (size_t i = 0; i < n_defaults; i++)
+    rules[n++] = default_rules[i];
+  *n_out = n;
+  return rules;
+}
+
+static unsigned access_bits(const char *access) {
+  unsigned bits = 0;
+  if (access[0] == '\0')
+    return BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE | BPF_DEVCG_ACC_MKNOD;
+  for (const char *p = access; *p; p++)
+    bits |= *p == 'r' ? BPF_DEVCG_ACC_READ : *p == 'w' ? BPF_DEVCG_ACC_WRITE : *p == 'm' ? BPF_DEVCG_ACC_MKNOD : 0;
+  return bits;
+}
+
+/* Minimal instruction builders (the kernel uapi has the encoding, not these helpers). */
+static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
+  return (struct bpf_insn){.code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm};
+}
+#define LDX_W(dst, src, off) insn(BPF_LDX | BPF_MEM | BPF_W, dst, src, off, 0)
+#define ALU64_IMM(op, dst, imm) insn(BPF_ALU64 | BPF_K | (op), dst, 0, 0, imm)
+#define MOV64_REG(dst, src) insn(BPF_ALU64 | BPF_X | BPF_MOV, dst, src, 0, 0)
+#define JMP_IMM(op, dst, imm, off) insn(BPF_JMP | BPF_K | (op), dst, 0, off, imm)
+#define EXIT() insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
+
+enum { R0, R1, R2, R3, R4, R5 };
+
+struct prog {
+  struct bpf_insn *insns;
+  size_t n, cap;
+};
+
+static size_t emit(struct prog *p, struct bpf_insn i) {
+  if (p->n == p->cap) {
+    p->cap = p->cap ? p->cap * 2 : 64;
+    struct bpf_insn *bigger = realloc(p->insns, p->cap * sizeof(*bigger));
+    if (bigger == NULL)
+      abort();
+    p->insns = bigger;
+  }
+  p->insns[p->n] = i;
+  return p->n++;
+}
+
+static void build_program(struct prog *p, const struct spec_device_rule *rules, size_t n) {
+  /* r2 = device type, r3 = requested access (undecided bits), r4 = major, r5 = minor */
+  emit(p, LDX_W(R2, R1, offsetof(struct bpf_cgroup_dev_ctx, access_type)));
+  emit(p, ALU64_IMM(BPF_AND, R2, 0xffff));
+  emit(p, LDX_W(R3, R1, offsetof(struct bpf_cgroup_dev_ctx, access_type)));
+  emit(p, ALU64_IMM(BPF_RSH, R3, 16));
+  emit(p, LDX_W(R4, R1, offsetof(struct bpf_cgroup_dev_ctx, major)));
+  emit(p, LDX_W(R5, R1, offsetof(struct bpf_cgroup_dev_ctx, minor)));
+  for (size_t k = n; k-- > 0;) {
+    const struct spec_device_rule *rule = &rules[k];
+    unsigned acc = access_bits(rule->access);
+    if (acc == 0)
+      continue;
+    size_t skips[3];
+    size_t n_skips = 0;
+    if (rule->type == 'c' || rule->type == 'b')
+      skips[n_skips++] = emit(p, JMP_IMM(BPF_JNE, R2, rule->type == 'c' ? BPF_DEVCG_DEV_CHAR : BPF_DEVCG_DEV_BLOCK, 0));
+    if (rule->major >= 0)
+      skips[n_skips++] = emit(p, JMP_IMM(BPF_JNE, R4, (int32_t)rule->major, 0));
+    if (rule->minor >= 0)
+      skips[n_skips++] = emit(p, JMP_IMM(BPF_JNE, R5, (int32_t)rule->minor, 0));
+    if (rule->allow) {
+      emit(p, ALU64_IMM(BPF_AND, R3, (int32_t)~acc));
+      emit(p, JMP_IMM(BPF_JNE, R3, 0, 2));
+      emit(p, ALU64_IMM(BPF_MOV, R0, 1));
+      emit(p, EXIT());
+    } else {
+      emit(p, MOV64_REG(R1, R3));
+      emit(p, ALU64_IMM(BPF_AND, R1, (int32_t)acc));
+      emit(p, JMP_IMM(BPF_JEQ, R1, 0, 2));
+      emit(p, ALU64_IMM(BPF_MOV, R0, 0));
+      emit(p, EXIT());
+    }
+    for (size_t s = 0; s < n_skips; s++)
+      p->insns[skips[s]].off = (int16_t)(p->n - skips[s] - 1);
+  }
+  emit(p, ALU64_IMM(BPF_MOV, R0, 0)); /* default deny */
+  emit(p, EXIT());
+}
+
+static long sys_bpf(int cmd, union bpf_attr *attr) {
+  return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
+}
+
+static int load_program(const struct prog *p, struct cm_error **err) {
+  union bpf_attr attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
+  attr.insns = (uint64_t)(uintptr_t)p->insns;
+  attr.insn_cnt = (uint32_t)p->n;
+  attr.license = (uint64_t)(uintptr_t) "GPL";
+  int fd = (int)sys_bpf(BPF_PROG_LOAD, &attr);
+  if (fd >= 0)
+    return fd;
+  int saved = errno;
+  /* Load again with the verifier log so the error says why. */
+  char log[4096] = "";
+  attr.log_buf = (uint64_t)(uintptr_t)log;
+  attr.log_size = sizeof(log);
+  attr.log_level = 1;
+  int again = (int)sys_bpf(BPF_PROG_LOAD, &attr);
+  if (again >= 0)
+    return again;
+  log[sizeof(log) - 1] = '\0';
+  return cm_error_set(err, saved, "load device filter (BPF_PROG_TYPE_CGROUP_DEVICE, %zu insns)%s%s", p->n,
+                      log[0] ? ": " : "", log);
+}
+
+/* Ids of the device programs attached directly to the cgroup. */
+static int query_attached(int dirfd, uint32_t *ids, uint32_t *count) {
+  union bpf_attr attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.query.target_fd = (uint32_t)dirfd;
+  attr.query.attach_type = BPF_CGROUP_DEVICE;
+  attr.query.prog_ids = (uint64_t)(uintptr_t)ids;
+  attr.query.prog_cnt = *count;
+  if (sys_bpf(BPF_PROG_QUERY, &attr) < 0)
+    return -1;
+  *count = attr.query.prog_cnt;
+  return 0;
+}
+
+int cg_bpf_devices_apply(const char *dir, const struct spec_device_rule *rules, size_t n, struct cm_error **err) {
+  struct prog p = {0};
+  build_program(&p, rules, n);
+  cleanup_close int prog_fd = load_program(&p, err);
+  free(p.insns);
+  if (prog_fd < 0)
+    return -1;
+  cleanup_close int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return cm_error_set(err, errno, "open %s", dir);
+
+  uint32_t old_ids[64];
+  uint32_t n_old = 64;
+  if (query_attached(dirfd, old_ids, &n_old) < 0)
+    n_old = 0;
+
+  /* Attach the new filter before detaching the old ones: the container is never without one. */
+  union bpf_attr attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.target_fd = (uint32_t)dirfd;
+  attr.attach_bpf_fd = (uint32_t)prog_fd;
+  attr.attach_type = BPF_CGROUP_DEVICE;
+  attr.attach_flags = BPF_F_ALLOW_MULTI;
+  if (sys_bpf(BPF_PROG_ATTACH, &attr) < 0) {
+    /* Someone attached a single, non-multi program here: replacing it is what attaching
+     * without flags does. */
+    attr.attach_flags = 0;
+    if (sys_bpf(BPF_PROG_ATTACH, &attr) < 0)
+      return cm_error_set(err, errno, "attach device filter to %s", dir);
+    return 0;
+  }
+  for (uint32_t i = 0; i < n_old; i++) {
+    union bpf_attr get;
+    memset(&get, 0, sizeof(get));
+    get.prog_id = old_ids[i];
+    cleanup_close int old_fd = (int)sys_bpf(BPF_PROG_GET_FD_BY_ID, &get);
+    if (old_fd < 0)
+      continue;
+    memset(&attr, 0, sizeof(attr));
+    attr.target_fd = (uint32_t)dirfd;
+    attr.attach_bpf_fd = (uint32_t)old_fd;
+    attr.attach_type = BPF_CGROUP_DEVICE;
+    if (sys_bpf(BPF_PROG_DETACH, &attr) < 0)
+      cm_debug("cgroup: detach old device filter %u from %s: %s", old_ids[i], dir, strerror(errno));
+  }
+  return 0;
+}

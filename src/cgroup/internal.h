@@ -1,0 +1,108 @@
+/* Private to src/cgroup: the cgroup object and the helpers the v1/v2/resource files share.
+ * Nothing outside src/cgroup includes this. */
+#ifndef CM_CGROUP_INTERNAL_H
+#define CM_CGROUP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup/cgroup.h"
+#include "spec/spec.h"
+#include "util/error.h"
+
+enum cgroup_mode {
+  CGROUP_MODE_UNIFIED, /* cgroup2 at /sys/fs/cgroup */
+  CGROUP_MODE_HYBRID,  /* v1 controllers + cgroup2 at /sys/fs/cgroup/unified */
+  CGROUP_MODE_LEGACY,  /* v1 only */
+  CGROUP_MODE_DISABLED,
+};
+
+/* One mounted v1 hierarchy (possibly several co-mounted controllers, or name=systemd). */
+struct cgroup_v1_hierarchy {
+  char *mountpoint;  /* /sys/fs/cgroup/memory */
+  char *controllers; /* "memory", "cpu,cpuacct", "name=systemd" */
+  char *dir;         /* mountpoint + cgroup path */
+  /* Number of leading path components that already existed before we created the rest;
+   * -1 when we created nothing (reused). Lets a failed create remove only what it made. */
+  int existing_depth;
+};
+
+struct cgroup {
+  enum cgroup_mode mode;
+  char *path; /* "/codemode/<id>", cleaned, always absolute */
+  /* cgroup2: the mount and our directory in it (NULL in legacy mode / when absent). */
+  char *v2_mount;
+  char *v2_dir;
+  int v2_existing_depth;
+  struct cgroup_v1_hierarchy *v1;
+  size_t n_v1;
+};
+
+/* --- files (cgroup.c) --- */
+/* Write value to dir/file. On error: "<field>: write <value> to <dir>/<file>" + errno.
+ * field may be NULL. */
+int cg_write(const char *dir, const char *file, const char *value, const char *field, struct cm_error **err);
+int cg_writef(const char *dir, const char *file, const char *field, struct cm_error **err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Read dir/file into a malloc'd NUL-terminated string (trailing newline kept). NULL + err. */
+char *cg_read(const char *dir, const char *file, struct cm_error **err);
+bool cg_file_exists(const char *dir, const char *file);
+/* mkdir -p base + path; *existing_depth receives how many components of path already existed.
+ * hook (may be NULL) runs on each directory right after it is created (v1 cpuset). */
+typedef int (*cg_mkdir_hook)(const char *parent, const char *dir, struct cm_error **err);
+int cg_mkdir_p(const char *base, const char *path, int *existing_depth, cg_mkdir_hook hook, struct cm_error **err);
+/* Remove base+path, its sub-cgroups first, then the ancestors down to existing_depth components
+ * (existing_depth < 0: only the leaf and its sub-cgroups). Retries EBUSY for about a second. */
+int cg_rmdir_tree(const char *base, const char *path, int existing_depth, struct cm_error **err);
+/* Collect pids from dir/cgroup.procs and every sub-cgroup's. */
+int cg_read_pids_recursive(const char *dir, pid_t **pids, size_t *n, struct cm_error **err);
+/* The first v1 hierarchy holding controller (exact match in its comma list), or NULL. */
+struct cgroup_v1_hierarchy *cg_v1_find(const struct cgroup *cg, const char *controller);
+
+/* --- v2 (v2.c) --- */
+/* Enable every available controller in cgroup.subtree_control of each ancestor of path. */
+int cg_v2_enable_controllers(const char *mount, const char *path, struct cm_error **err);
+int cg_v2_freeze(const char *dir, bool frozen, struct cm_error **err);
+int cg_v2_is_frozen(const char *dir, struct cm_error **err);
+/* SIGKILL via cgroup.kill when the kernel has it; 1 done, 0 not available, -1 error. */
+int cg_v2_kill(const char *dir, struct cm_error **err);
+/* cgroup.events "populated": 1, 0, or -1 when unknown. */
+int cg_v2_populated(const char *dir);
+/* Is controller enabled for dir (listed in dir's cgroup.controllers)? */
+bool cg_v2_has_controller(const char *dir, const char *controller);
+
+/* --- v1 (v1.c) --- */
+/* Fill cg->v1 from /proc/self/mountinfo (every mounted "cgroup" hierarchy). */
+int cg_v1_discover(struct cgroup *cg, struct cm_error **err);
+int cg_v1_create_dirs(struct cgroup *cg, struct cm_error **err);
+int cg_v1_freeze(const char *dir, bool frozen, struct cm_error **err);
+int cg_v1_is_frozen(const char *dir, struct cm_error **err);
+
+/* --- resources --- */
+/* dev_rules == NULL: leave the device policy as it is. */
+int cg_v2_apply_resources(const char *dir, const struct spec_resources *r, const struct spec_device_rule *dev_rules,
+                          size_t n_dev_rules, struct cm_error **err);
+int cg_v1_apply_resources(struct cgroup *cg, const struct spec_resources *r, const struct spec_device_rule *dev_rules,
+                          size_t n_dev_rules, struct cm_error **err);
+/* One controller's part of the resources on cgroup2; resources_v1 uses these in hybrid mode for
+ * controllers bound to cgroup2 (hugetlb on this machine). */
+int cg_v2_apply_memory(const char *dir, const struct spec_memory *m, struct cm_error **err);
+int cg_v2_apply_cpu(const char *dir, const struct spec_cpu *c, struct cm_error **err);
+int cg_v2_apply_cpuset(const char *dir, const struct spec_cpu *c, struct cm_error **err);
+int cg_v2_apply_pids(const char *dir, int64_t limit, struct cm_error **err);
+int cg_v2_apply_io(const char *dir, const struct spec_blockio *b, struct cm_error **err);
+int cg_v2_apply_hugetlb(const char *dir, const struct spec_resources *r, struct cm_error **err);
+int cg_v2_apply_rdma(const char *dir, const struct spec_resources *r, struct cm_error **err);
+/* linux.resources.unified: keys checked (no '/', no leading '.', controller enabled). */
+int cg_v2_apply_unified(const char *dir, const struct spec_kv_list *u, struct cm_error **err);
+/* Device rules as the container gets them: spec rules, then an allow for each linux.devices
+ * entry, then the devices every container needs (/dev/null, …). Caller frees. */
+struct spec_device_rule *cg_device_rules(const struct spec_resources *r, const struct spec_device *devs,
+                                         size_t n_devs, size_t *n_out);
+/* Install a BPF_PROG_TYPE_CGROUP_DEVICE program on the v2 directory, replacing ours from before. */
+int cg_bpf_devices_apply(const char *dir, const struct spec_device_rule *rules, size_t n, struct cm_error **err);
+int cg_v1_apply_devices(const char *dir, const struct spec_device_rule *rules, size_t n, struct cm_error **err);
+
+#endif

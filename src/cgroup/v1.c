@@ -1,0 +1,167 @@
+/* cgroup v1 mechanics: finding the hierarchies, creating our directory in each, the freezer. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cgroup/internal.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    ;
+}
+
+static const char *const known_controllers[] = {
+    "cpu",   "cpuacct",    "cpuset",  "memory", "devices", "freezer", "net_cls", "net_prio",
+    "blkio", "perf_event", "hugetlb", "pids",   "rdma",    "misc",    "debug",   NULL,
+};
+
+static bool is_controller_option(const char *opt, size_t len) {
+  if (len > 5 && strncmp(opt, "name=", 5) == 0)
+    return true;
+  for (size_t i = 0; known_controllers[i]; i++)
+    if (strlen(known_controllers[i]) == len && strncmp(known_controllers[i], opt, len) == 0)
+      return true;
+  return false;
+}
+
+/* "rw,nosuid,cpu,cpuacct" → "cpu,cpuacct" (controllers and name= only). */
+static char *controllers_from_superopts(const char *opts) {
+  char *out = NULL;
+  size_t out_len = 0;
+  FILE *f = open_memstream(&out, &out_len);
+  if (f == NULL)
+    abort();
+  const char *p = opts;
+  bool first = true;
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    if (is_controller_option(p, len)) {
+      fprintf(f, "%s%.*s", first ? "" : ",", (int)len, p);
+      first = false;
+    }
+    p += len;
+    if (*p == ',')
+      p++;
+  }
+  fclose(f);
+  if (out_len == 0) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+int cg_v1_discover(struct cgroup *cg, struct cm_error **err) {
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (f == NULL)
+    return cm_error_set(err, errno, "open /proc/self/mountinfo");
+  cleanup_free char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [optional…] - FSTYPE SOURCE SUPEROPTS" */
+    char *sep = strstr(line, " - ");
+    if (sep == NULL)
+      continue;
+    char fstype[32], source[256], superopts[1024];
+    if (sscanf(sep + 3, "%31s %255s %1023s", fstype, source, superopts) != 3 || strcmp(fstype, "cgroup") != 0)
+      continue;
+    char root[4096], mountpoint[4096];
+    if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, mountpoint) != 2)
+      continue;
+    cleanup_free char *controllers = controllers_from_superopts(superopts);
+    if (controllers == NULL)
+      continue;
+    bool seen = false;
+    for (size_t i = 0; i < cg->n_v1 && !seen; i++)
+      seen = strcmp(cg->v1[i].controllers, controllers) == 0;
+    if (seen)
+      continue; /* the same hierarchy bind-mounted twice */
+    struct cgroup_v1_hierarchy *bigger = realloc(cg->v1, (cg->n_v1 + 1) * sizeof(*bigger));
+    if (bigger == NULL)
+      abort();
+    cg->v1 = bigger;
+    struct cgroup_v1_hierarchy *h = &cg->v1[cg->n_v1++];
+    memset(h, 0, sizeof(*h));
+    h->existing_depth = -1;
+    h->mountpoint = strdup(mountpoint);
+    h->controllers = cm_steal_ptr(&controllers);
+    if (h->mountpoint == NULL || asprintf(&h->dir, "%s%s", mountpoint, cg->path) < 0)
+      abort();
+  }
+  return 0;
+}
+
+/* A new cpuset cgroup starts with empty cpus/mems and refuses tasks until they are set: give it
+ * the parent's. */
+static int cpuset_inherit(const char *parent, const char *dir, struct cm_error **err) {
+  static const char *const files[] = {"cpuset.cpus", "cpuset.mems"};
+  for (size_t i = 0; i < 2; i++) {
+    cleanup_free char *mine = cg_read(dir, files[i], err);
+    if (mine == NULL)
+      return -1;
+    if (mine[0] != '\0' && mine[0] != '\n')
+      continue;
+    cleanup_free char *theirs = cg_read(parent, files[i], err);
+    if (theirs == NULL)
+      return -1;
+    if (cg_write(dir, files[i], theirs, NULL, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static bool is_cpuset(const struct cgroup_v1_hierarchy *h) {
+  const char *p = h->controllers;
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    if (len == 6 && strncmp(p, "cpuset", 6) == 0)
+      return true;
+    p += len;
+    if (*p == ',')
+      p++;
+  }
+  return false;
+}
+
+int cg_v1_create_dirs(struct cgroup *cg, struct cm_error **err) {
+  for (size_t i = 0; i < cg->n_v1; i++) {
+    struct cgroup_v1_hierarchy *h = &cg->v1[i];
+    if (cg_mkdir_p(h->mountpoint, cg->path, &h->existing_depth, is_cpuset(h) ? cpuset_inherit : NULL, err) < 0)
+      return cm_error_prefix(err, "cgroup %s", h->controllers);
+  }
+  return 0;
+}
+
+int cg_v1_is_frozen(const char *dir, struct cm_error **err) {
+  cleanup_free char *state = cg_read(dir, "freezer.state", err);
+  if (state == NULL)
+    return -1;
+  return strncmp(state, "FROZEN", 6) == 0;
+}
+
+int cg_v1_freeze(const char *dir, bool frozen, struct cm_error **err) {
+  const char *want = frozen ? "FROZEN" : "THAWED";
+  /* A freeze can stay in FREEZING while a task is in an uninterruptible sleep; writing the state
+   * again retries it. Give up after about 5 s and thaw, so nothing stays half-frozen. */
+  for (int i = 0; i < 500; i++) {
+    if (i % 10 == 0 && cg_write(dir, "freezer.state", want, NULL, err) < 0)
+      return -1;
+    cleanup_free char *state = cg_read(dir, "freezer.state", err);
+    if (state == NULL)
+      return -1;
+    if (strncmp(state, want, strlen(want)) == 0)
+      return 0;
+    sleep_ms(10);
+  }
+  if (frozen) {
+    struct cm_error *ignored = NULL;
+    cg_write(dir, "freezer.state", "THAWED", NULL, &ignored);
+    cm_error_free(ignored);
+  }
+  return cm_error_set(err, ETIMEDOUT, "%s/freezer.state never reached %s", dir, want);
+}
