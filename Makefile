@@ -75,3 +75,35 @@ format:
 
 .PHONY: all unit unit-bins check install clean format
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+
+# Fuzzing (tests/fuzz): make fuzz [FUZZ_SECONDS=60]. Each tests/fuzz/fuzz_*.c is a libFuzzer
+# target built with clang, ASan and UBSan against the parser sources it needs; FUZZ_SECONDS=0
+# only replays the seed corpus (a quick regression check).
+FUZZ_SECONDS  ?= 60
+FUZZ_CC       ?= clang
+FUZZ_CFLAGS   := -O1 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE \
+                 -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" -iquote src \
+                 $(PKG_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
+                 -fno-omit-frame-pointer
+FUZZ_LIB_SRCS := $(sort $(wildcard src/util/*.c src/spec/*.c)) src/runtime/state.c
+FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(B)/fuzz/%.o)
+FUZZ_BINS     := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+
+$(B)/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(B)/fuzz/libfuzzlib.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/fuzz/libfuzzlib.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/fuzz/libfuzzlib.a $(PKG_LIBS)
+
+fuzz-bins: $(FUZZ_BINS)
+
+fuzz: $(FUZZ_BINS)
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+.PHONY: fuzz fuzz-bins
+-include $(FUZZ_LIB_OBJS:.o=.d)
