@@ -62,7 +62,9 @@ int fds_close_on_exec_from(int first_fd, struct cm_error **err) {
    * container for its process (CVE-2024-21626 class). */
   if (syscall(SYS_close_range, (unsigned)first_fd, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
     return 0;
-  if (errno != ENOSYS && errno != EINVAL)
+  /* ENOSYS/EINVAL: kernel < 5.11; EPERM/EACCES: a seccomp profile (loaded earlier, without
+   * no_new_privs) that predates close_range. */
+  if (errno != ENOSYS && errno != EINVAL && errno != EPERM && errno != EACCES)
     return cm_error_set(err, errno, "close_range(%d, ~0, CLOSE_RANGE_CLOEXEC)", first_fd);
   return cloexec_by_listing(first_fd, err);
 }

@@ -537,8 +537,37 @@ static int sysctl_apply_child(void *arg) {
   return 0;
 }
 
+static char read_first_byte(const char *path) {
+  char c = 0;
+  int fd = open(path, O_RDONLY);
+  if (fd >= 0 && read(fd, &c, 1) != 1)
+    c = 0;
+  if (fd >= 0)
+    close(fd);
+  return c;
+}
+
 static void test_sysctl_apply_in_new_netns(void **state) {
+  char host_before = read_first_byte("/proc/sys/net/ipv4/ip_forward");
   assert_int_equal(run_in_child(sysctl_apply_child, NULL), 0);
+  assert_int_equal(read_first_byte("/proc/sys/net/ipv4/ip_forward"), host_before);
+}
+
+/* With close_range denied by a seccomp profile (EPERM), the /proc/self/fd walk takes over. */
+static int body_cloexec_under_seccomp(void) {
+  int fd = open("/dev/null", O_RDONLY);
+  CHILD_CHECK(fd >= 0 && dup2(fd, 9) == 9);
+  CHILD_CHECK(syscall(SYS_close_range, 100U, 200U, 0U) == -1 && errno == EPERM);
+  CHILD_OK(fds_close_on_exec_from(3, &err));
+  CHILD_CHECK(fcntl(9, F_GETFD) & FD_CLOEXEC);
+  return 0;
+}
+
+static void test_fds_close_range_denied_falls_back(void **state) {
+  struct spec_seccomp_syscall rules[] = {rule("close_range", SPEC_SECCOMP_ERRNO, EPERM, NULL, 0)};
+  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  assert_int_equal(run_filtered(&sc, body_cloexec_under_seccomp), 0);
+  free_rules(&sc);
 }
 
 /* ---- procfs ---------------------------------------------------------------------------- */
@@ -761,6 +790,7 @@ int main(void) {
       cmocka_unit_test(test_procfs_fake_proc_refused),
       cmocka_unit_test(test_fds_close_on_exec),
       cmocka_unit_test(test_fds_preserve),
+      cmocka_unit_test(test_fds_close_range_denied_falls_back),
       cmocka_unit_test(test_fds_verify_cwd),
       cmocka_unit_test(test_no_new_privs),
       cmocka_unit_test(test_lsm_labels_refused_without_lsm),
