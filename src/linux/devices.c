@@ -1,0 +1,271 @@
+/* /dev inside the rootfs: default devices, linux.devices, symlinks, ptmx, console placeholder.
+ * Everything goes through fds resolved inside the rootfs, and an existing entry that is not what
+ * we want (a symlink pointing out, say) is replaced inside, never followed
+ * (CVE-2025-31133 / CVE-2025-52565 classes). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "linux/rootfs_internal.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/safepath.h"
+
+struct device_node {
+  const char *path;
+  char type; /* 'c', 'b', 'u', 'p' */
+  unsigned major, minor;
+  mode_t mode;
+  uid_t uid;
+  gid_t gid;
+};
+
+static const struct device_node default_devices[] = {
+    {"/dev/null", 'c', 1, 3, 0666, 0, 0},    {"/dev/zero", 'c', 1, 5, 0666, 0, 0},
+    {"/dev/full", 'c', 1, 7, 0666, 0, 0},    {"/dev/random", 'c', 1, 8, 0666, 0, 0},
+    {"/dev/urandom", 'c', 1, 9, 0666, 0, 0}, {"/dev/tty", 'c', 5, 0, 0666, 0, 0},
+};
+
+bool in_user_namespace(void) {
+  cleanup_fclose FILE *f = fopen("/proc/self/uid_map", "re");
+  if (!f)
+    return false;
+  unsigned long inside, outside, count;
+  if (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) != 3)
+    return true;
+  return !(inside == 0 && outside == 0 && count == 4294967295UL);
+}
+
+static mode_t type_bits(char type) {
+  switch (type) {
+  case 'b':
+    return S_IFBLK;
+  case 'p':
+    return S_IFIFO;
+  default: /* 'c', 'u' */
+    return S_IFCHR;
+  }
+}
+
+static bool is_expected_node(const struct stat *st, const struct device_node *d) {
+  if ((st->st_mode & S_IFMT) != type_bits(d->type))
+    return false;
+  return d->type == 'p' || st->st_rdev == makedev(d->major, d->minor);
+}
+
+/* Remove whatever non-directory sits at parent/name: a planted symlink or file must be replaced,
+ * not written through. */
+static int clear_entry(int parent_fd, const char *name, const char *path, struct cm_error **err) {
+  struct stat st;
+  if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : cm_error_set(err, errno, "stat %s", path);
+  if (S_ISDIR(st.st_mode))
+    return cm_error_set(err, EISDIR, "%s is a directory", path);
+  if (unlinkat(parent_fd, name, 0) < 0)
+    return cm_error_set(err, errno, "remove %s", path);
+  return 0;
+}
+
+/* chmod/chown the node we just made, through an O_PATH|O_NOFOLLOW fd that we check first. */
+static int fix_owner_and_mode(int parent_fd, const char *name, const struct device_node *d,
+                              struct cm_error **err) {
+  cleanup_close int fd = openat(parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0)
+    return cm_error_set(err, errno, "open %s", d->path);
+  if (!is_expected_node(&st, d))
+    return cm_error_set(err, EINVAL, "%s changed under us", d->path);
+  char proc_path[32];
+  safepath_fd_path(fd, proc_path);
+  if (chmod(proc_path, d->mode & 07777) < 0)
+    return cm_error_set(err, errno, "chmod %s", d->path);
+  if ((d->uid || d->gid) && fchownat(fd, "", d->uid, d->gid, AT_EMPTY_PATH) < 0)
+    return cm_error_set(err, errno, "chown %s", d->path);
+  return 0;
+}
+
+/* In a user namespace mknod is refused: bind the host's node instead, after checking it really
+ * is the device asked for (never bind an arbitrary host file in). */
+static int bind_host_device(int parent_fd, const char *name, const struct device_node *d,
+                            struct cm_error **err) {
+  if (d->type == 'p')
+    return cm_error_set(err, EPERM, "cannot create fifo %s", d->path);
+  cleanup_close int host_fd = open(d->path, O_PATH | O_CLOEXEC);
+  if (host_fd < 0)
+    return cm_error_set(err, errno, "open host %s", d->path);
+  struct stat st;
+  if (fstat(host_fd, &st) < 0)
+    return cm_error_set(err, errno, "stat host %s", d->path);
+  if (!is_expected_node(&st, d))
+    return cm_error_set(err, EINVAL, "host %s is not device %c %u:%u", d->path, d->type, d->major,
+                        d->minor);
+  int fd = openat(parent_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return cm_error_set(err, errno, "create %s", d->path);
+  close(fd);
+  cleanup_close int target_fd = openat(parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (target_fd < 0)
+    return cm_error_set(err, errno, "open %s", d->path);
+  cleanup_close int mnt_fd = mount_clone_tree(host_fd, false, 0, 0, err);
+  if (mnt_fd < 0 || mount_attach(mnt_fd, target_fd, err) < 0)
+    return cm_error_prefix(err, "bind %s", d->path);
+  return 0;
+}
+
+static int create_device(int root_fd, const struct device_node *d, bool userns,
+                         struct cm_error **err) {
+  const char *name = NULL;
+  cleanup_free char *parent = safepath_split(d->path, &name);
+  if (!parent)
+    return cm_error_set(err, EINVAL, "bad device path \"%s\"", d->path);
+  cleanup_close int parent_fd = safepath_mkdir_p(root_fd, parent, 0755, err);
+  if (parent_fd < 0)
+    return -1;
+  if (clear_entry(parent_fd, name, d->path, err) < 0)
+    return -1;
+  if (!userns) {
+    if (mknodat(parent_fd, name, type_bits(d->type) | (d->mode & 0777),
+                makedev(d->major, d->minor)) == 0)
+      return fix_owner_and_mode(parent_fd, name, d, err);
+    if (errno != EPERM)
+      return cm_error_set(err, errno, "mknod %s", d->path);
+  }
+  return bind_host_device(parent_fd, name, d, err);
+}
+
+static int make_symlink(int dev_fd, const char *target, const char *name, bool replace,
+                        struct cm_error **err) {
+  if (replace && clear_entry(dev_fd, name, name, err) < 0)
+    return -1;
+  if (symlinkat(target, dev_fd, name) < 0 && errno != EEXIST)
+    return cm_error_set(err, errno, "symlink /dev/%s -> %s", name, target);
+  return 0;
+}
+
+/* An empty file the console code later bind-mounts the pty slave onto. */
+static int make_console_placeholder(int dev_fd, struct cm_error **err) {
+  struct stat st;
+  if (fstatat(dev_fd, "console", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+    return 0;
+  if (clear_entry(dev_fd, "console", "/dev/console", err) < 0)
+    return -1;
+  cleanup_close int fd =
+      openat(dev_fd, "console", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return cm_error_set(err, errno, "create /dev/console");
+  if (fchmod(fd, 0666) < 0)
+    return cm_error_set(err, errno, "chmod /dev/console");
+  return 0;
+}
+
+/* rc < 0 with *local set: an error in strict mode (handed to `err`), a warning otherwise. */
+static int soft_failure(int rc, bool strict, struct cm_error **local, struct cm_error **err) {
+  if (rc >= 0)
+    return 0;
+  if (strict) {
+    if (err && !*err)
+      *err = *local;
+    else
+      cm_error_free(*local);
+    *local = NULL;
+    return -1;
+  }
+  if (*local) {
+    cleanup_free char *text = cm_error_format(*local);
+    cm_warn("/dev setup: %s", text);
+  }
+  cm_error_freep(local);
+  return 0;
+}
+
+static const struct spec_mount *mount_on_dev(const struct spec *s) {
+  const struct spec_mount *found = NULL;
+  for (size_t i = 0; i < s->n_mounts; i++)
+    if (s->mounts[i].destination && strcmp(s->mounts[i].destination, "/dev") == 0)
+      found = &s->mounts[i];
+  return found;
+}
+
+int devices_setup(const struct spec *s, int root_fd, struct cm_error **err) {
+  const struct spec_mount *dev_mount = mount_on_dev(s);
+  bool dev_is_bind = dev_mount && ((dev_mount->flags & MS_BIND) ||
+                                   (dev_mount->type && strcmp(dev_mount->type, "bind") == 0));
+  /* A bind-mounted /dev (e.g. the host's, for a privileged container) is used as given. */
+  if (dev_is_bind)
+    return 0;
+  /* Without a mount on /dev we populate the image's own /dev as runc does, but a failure there
+   * (a read-only image) is only a warning; on our own tmpfs it is an error. */
+  bool strict = dev_mount != NULL;
+  bool userns = in_user_namespace();
+
+  cleanup_close int dev_fd = safepath_mkdir_p(root_fd, "/dev", 0755, err);
+  if (dev_fd < 0)
+    return cm_error_prefix(err, "/dev");
+
+  for (size_t i = 0; i < sizeof(default_devices) / sizeof(default_devices[0]); i++) {
+    struct cm_error *dev_err = NULL;
+    int rc = create_device(root_fd, &default_devices[i], userns, &dev_err);
+    if (soft_failure(rc, strict, &dev_err, err) < 0)
+      return cm_error_prefix(err, "default device %s", default_devices[i].path);
+  }
+
+  for (size_t i = 0; s->has_linux && i < s->linux_.n_devices; i++) {
+    const struct spec_device *sd = &s->linux_.devices[i];
+    struct device_node d = {
+        .path = sd->path,
+        .type = sd->type,
+        .major = (unsigned)sd->major,
+        .minor = (unsigned)sd->minor,
+        .mode = sd->has_file_mode ? sd->file_mode : 0666,
+        .uid = sd->has_uid ? sd->uid : 0,
+        .gid = sd->has_gid ? sd->gid : 0,
+    };
+    if (!sd->path || strncmp(sd->path, "/dev/", 5) != 0)
+      return cm_error_set(err, EINVAL, "linux.devices[%zu]: path \"%s\" is not under /dev", i,
+                          sd->path ? sd->path : "");
+    if (create_device(root_fd, &d, userns, err) < 0)
+      return cm_error_prefix(err, "linux.devices[%zu] \"%s\"", i, sd->path);
+  }
+
+  static const struct {
+    const char *target, *name;
+  } links[] = {{"/proc/self/fd", "fd"},
+               {"/proc/self/fd/0", "stdin"},
+               {"/proc/self/fd/1", "stdout"},
+               {"/proc/self/fd/2", "stderr"}};
+  for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+    struct cm_error *link_err = NULL;
+    int rc = make_symlink(dev_fd, links[i].target, links[i].name, false, &link_err);
+    if (soft_failure(rc, strict, &link_err, err) < 0)
+      return -1;
+  }
+  if (access("/proc/kcore", F_OK) == 0)
+    make_symlink(dev_fd, "/proc/kcore", "core", false, NULL);
+  static const struct {
+    const char *name;
+    mode_t mode;
+  } dirs[] = {{"pts", 0755}, {"shm", 01777}};
+  for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+    struct cm_error *dir_err = NULL;
+    int rc = 0;
+    if (mkdirat(dev_fd, dirs[i].name, dirs[i].mode) < 0 && errno != EEXIST)
+      rc = cm_error_set(&dir_err, errno, "mkdir /dev/%s", dirs[i].name);
+    if (soft_failure(rc, strict, &dir_err, err) < 0)
+      return -1;
+  }
+  /* ptmx must be the one of the container's devpts instance, never the host's. */
+  struct cm_error *ptmx_err = NULL;
+  int rc = make_symlink(dev_fd, "pts/ptmx", "ptmx", true, &ptmx_err);
+  if (soft_failure(rc, strict, &ptmx_err, err) < 0)
+    return -1;
+
+  if (s->process && s->process->terminal && make_console_placeholder(dev_fd, err) < 0)
+    return -1;
+  return 0;
+}

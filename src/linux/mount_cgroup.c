@@ -1,0 +1,238 @@
+/* The "cgroup" mount: what the container sees at /sys/fs/cgroup.
+ *
+ * On a cgroup2 host (or for type "cgroup2"): a cgroup2 mount, as runc does. On a v1 or hybrid host: a tmpfs holding, for each
+ * hierarchy mounted on the host under /sys/fs/cgroup, a bind of the container's own cgroup
+ * directory (so it cannot see or touch its siblings), plus the usual "cpu" → "cpu,cpuacct"
+ * symlinks. With a cgroup namespace, each hierarchy is mounted fresh instead: the kernel then
+ * roots it at the namespace's cgroup. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "linux/rootfs_internal.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#define HOST_CGROUP_ROOT "/sys/fs/cgroup"
+
+struct hierarchy {
+  char *mountpoint;  /* /sys/fs/cgroup/cpu,cpuacct */
+  char *mount_root;  /* the mount's root inside the hierarchy (mountinfo field 4) */
+  char *super_opts;  /* rw,cpu,cpuacct */
+  bool v2;
+};
+
+static void hierarchies_free(struct hierarchy *h, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(h[i].mountpoint);
+    free(h[i].mount_root);
+    free(h[i].super_opts);
+  }
+  free(h);
+}
+
+/* The host's cgroup hierarchies mounted directly below /sys/fs/cgroup, from our mountinfo (we
+ * are in a copy of the host's mount namespace, before pivot_root). */
+static int read_hierarchies(struct hierarchy **out, size_t *n_out, struct cm_error **err) {
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f)
+    return cm_error_set(err, errno, "open /proc/self/mountinfo");
+  struct hierarchy *list = NULL;
+  size_t n = 0;
+  cleanup_free char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    char root[4096], mountpoint[4096], fstype[64], source[4096], super_opts[4096];
+    const char *sep = strstr(line, " - ");
+    if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mountpoint) != 2 ||
+        sscanf(sep + 3, "%63s %4095s %4095s", fstype, source, super_opts) != 3)
+      continue;
+    bool v2 = strcmp(fstype, "cgroup2") == 0;
+    if (!v2 && strcmp(fstype, "cgroup") != 0)
+      continue;
+    if (strncmp(mountpoint, HOST_CGROUP_ROOT "/", sizeof(HOST_CGROUP_ROOT)) != 0 ||
+        strchr(mountpoint + sizeof(HOST_CGROUP_ROOT), '/'))
+      continue;
+    struct hierarchy *grown = realloc(list, (n + 1) * sizeof(*list));
+    if (!grown) {
+      hierarchies_free(list, n);
+      return cm_error_set(err, ENOMEM, "read mountinfo");
+    }
+    list = grown;
+    list[n] = (struct hierarchy){strdup(mountpoint), strdup(root), strdup(super_opts), v2};
+    n++;
+  }
+  *out = list;
+  *n_out = n;
+  return 0;
+}
+
+static bool opts_contain(const char *opts, const char *word) {
+  size_t len = strlen(word);
+  for (const char *p = opts; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    if (n == len && strncmp(p, word, n) == 0)
+      return true;
+    p = comma ? comma + 1 : NULL;
+  }
+  return false;
+}
+
+/* Our path in the hierarchy `h`, from /proc/self/cgroup ("4:cpu,cpuacct:/x", "0::/x"). */
+static char *own_cgroup_path(const struct hierarchy *h) {
+  cleanup_fclose FILE *f = fopen("/proc/self/cgroup", "re");
+  if (!f)
+    return NULL;
+  cleanup_free char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    line[strcspn(line, "\n")] = '\0';
+    char *c1 = strchr(line, ':');
+    char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2)
+      continue;
+    *c2 = '\0';
+    const char *controllers = c1 + 1, *path = c2 + 1;
+    bool match;
+    if (h->v2) {
+      match = *controllers == '\0';
+    } else {
+      match = *controllers != '\0';
+      cleanup_free char *copy = strdup(controllers);
+      char *save = NULL;
+      for (char *w = strtok_r(copy, ",", &save); match && w; w = strtok_r(NULL, ",", &save))
+        match = opts_contain(h->super_opts, w);
+    }
+    if (match)
+      return strdup(path);
+  }
+  return NULL;
+}
+
+/* The host directory to bind for hierarchy h: mountpoint + our path below the mount's root. */
+static char *host_dir_for(const struct hierarchy *h) {
+  cleanup_free char *own = own_cgroup_path(h);
+  if (!own)
+    return strdup(h->mountpoint);
+  const char *rel = own;
+  size_t root_len = strlen(h->mount_root);
+  if (strcmp(h->mount_root, "/") != 0) {
+    if (strncmp(own, h->mount_root, root_len) != 0 || (own[root_len] && own[root_len] != '/'))
+      return strdup(h->mountpoint); /* not below this mount's root: show the mount as is */
+    rel = own + root_len;
+  }
+  char *dir = NULL;
+  if (asprintf(&dir, "%s%s", h->mountpoint, strcmp(rel, "/") == 0 ? "" : rel) < 0)
+    return NULL;
+  return dir;
+}
+
+/* A fresh mount of the hierarchy (in a cgroup namespace it is rooted at our cgroup). */
+static int fresh_hierarchy_mount(const struct hierarchy *h, unsigned long flags,
+                                 struct cm_error **err) {
+  if (h->v2)
+    return mount_new_fs("cgroup2", "cgroup2", flags, NULL, err);
+  /* Keep the controller and name= options; drop rw/ro and the like, which are flags. */
+  cleanup_free char *data = calloc(1, strlen(h->super_opts) + 1);
+  cleanup_free char *copy = strdup(h->super_opts);
+  if (!data || !copy)
+    return cm_error_set(err, ENOMEM, "cgroup options");
+  char *save = NULL;
+  for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    if (strcmp(w, "rw") == 0 || strcmp(w, "ro") == 0 || strncmp(w, "release_agent=", 14) == 0)
+      continue;
+    if (*data)
+      strcat(data, ",");
+    strcat(data, w);
+  }
+  return mount_new_fs("cgroup", "cgroup", flags, data, err);
+}
+
+static int mount_v1_view(const struct spec *s, const struct spec_mount *m, int target_fd,
+                         struct cm_error **err) {
+  bool use_cgroupns = s->has_linux && s->linux_.namespaces[SPEC_NS_CGROUP].present;
+  unsigned long flags = m->flags & ~(MS_BIND | MS_REC | MS_REMOUNT);
+  /* The tmpfs is writable while we fill it; read-only afterwards if asked. */
+  cleanup_close int tmpfs_fd = mount_new_fs("tmpfs", "tmpfs", flags & ~MS_RDONLY, "mode=755", err);
+  if (tmpfs_fd < 0 || mount_attach(tmpfs_fd, target_fd, err) < 0)
+    return -1;
+
+  struct hierarchy *list = NULL;
+  size_t n = 0;
+  if (read_hierarchies(&list, &n, err) < 0)
+    return -1;
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const struct hierarchy *h = &list[i];
+    const char *name = h->mountpoint + sizeof(HOST_CGROUP_ROOT);
+    cleanup_close int sub_fd = -1;
+    cleanup_close int mnt_fd = -1;
+    if (mkdirat(tmpfs_fd, name, 0755) < 0 && errno != EEXIST) {
+      rc = cm_error_set(err, errno, "mkdir %s", name);
+      break;
+    }
+    sub_fd = openat(tmpfs_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub_fd < 0) {
+      rc = cm_error_set(err, errno, "open %s", name);
+      break;
+    }
+    if (use_cgroupns) {
+      mnt_fd = fresh_hierarchy_mount(h, flags, err);
+    } else {
+      cleanup_free char *host_dir = host_dir_for(h);
+      cleanup_close int src_fd = host_dir ? open(host_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+      if (src_fd < 0) {
+        rc = cm_error_set(err, errno, "open %s", host_dir ? host_dir : h->mountpoint);
+        break;
+      }
+      mnt_fd = mount_clone_tree(src_fd, false, flags, m->clear_flags, err);
+    }
+    if (mnt_fd < 0 || mount_attach(mnt_fd, sub_fd, err) < 0) {
+      rc = cm_error_prefix(err, "cgroup hierarchy %s", name);
+      break;
+    }
+    /* "cpu" and "cpuacct" → "cpu,cpuacct", as on the host. */
+    if (strchr(name, ',') && !strchr(name, '=')) {
+      cleanup_free char *copy = strdup(name);
+      char *save = NULL;
+      for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
+        if (symlinkat(name, tmpfs_fd, w) < 0 && errno != EEXIST)
+          cm_warn("cgroup symlink %s -> %s: %s", w, name, strerror(errno));
+    }
+  }
+  hierarchies_free(list, n);
+  if (rc < 0)
+    return -1;
+  if ((m->flags & MS_RDONLY) && mount_set_readonly(tmpfs_fd, false, err) < 0)
+    return -1;
+  if (m->propagation && mount_set_propagation(tmpfs_fd, m->propagation, err) < 0)
+    return -1;
+  return 0;
+}
+
+int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd,
+                 struct cm_error **err) {
+  struct statfs sfs;
+  if (statfs(HOST_CGROUP_ROOT, &sfs) < 0)
+    return cm_error_set(err, errno, "statfs " HOST_CGROUP_ROOT);
+  unsigned long flags = m->flags & ~(MS_BIND | MS_REC | MS_REMOUNT);
+  /* "cgroup2" asks for the unified hierarchy whatever the host layout; "cgroup" means
+   * whatever the host has. */
+  if (strcmp(m->type, "cgroup2") == 0 || sfs.f_type == CGROUP2_SUPER_MAGIC) {
+    cleanup_close int mnt_fd = mount_new_fs("cgroup2", m->source ? m->source : "cgroup2", flags,
+                                            m->data, err);
+    if (mnt_fd < 0 || mount_attach(mnt_fd, target_fd, err) < 0)
+      return -1;
+    if (m->propagation && mount_set_propagation(mnt_fd, m->propagation, err) < 0)
+      return -1;
+    return 0;
+  }
+  return mount_v1_view(s, m, target_fd, err);
+}

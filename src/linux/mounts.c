@@ -1,0 +1,277 @@
+/* Applying config.json "mounts" inside the rootfs, through fds, with the new mount API. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "linux/rootfs_internal.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/safepath.h"
+
+void mount_attr_from_flags(unsigned long flags, unsigned long clear_flags, struct mount_attr *attr) {
+  static const struct {
+    unsigned long ms;
+    __u64 attr;
+  } simple[] = {
+      {MS_RDONLY, MOUNT_ATTR_RDONLY},         {MS_NOSUID, MOUNT_ATTR_NOSUID},
+      {MS_NODEV, MOUNT_ATTR_NODEV},           {MS_NOEXEC, MOUNT_ATTR_NOEXEC},
+      {MS_NODIRATIME, MOUNT_ATTR_NODIRATIME}, {MS_NOSYMFOLLOW, MOUNT_ATTR_NOSYMFOLLOW},
+  };
+  memset(attr, 0, sizeof(*attr));
+  for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++) {
+    if (flags & simple[i].ms)
+      attr->attr_set |= simple[i].attr;
+    else if (clear_flags & simple[i].ms)
+      attr->attr_clr |= simple[i].attr;
+  }
+  /* The atime modes are one field: changing it means clearing the whole field. */
+  if (flags & MS_NOATIME) {
+    attr->attr_clr |= MOUNT_ATTR__ATIME;
+    attr->attr_set |= MOUNT_ATTR_NOATIME;
+  } else if (flags & MS_STRICTATIME) {
+    attr->attr_clr |= MOUNT_ATTR__ATIME;
+    attr->attr_set |= MOUNT_ATTR_STRICTATIME;
+  } else if ((flags & MS_RELATIME) || (clear_flags & (MS_NOATIME | MS_STRICTATIME))) {
+    attr->attr_clr |= MOUNT_ATTR__ATIME;
+    attr->attr_set |= MOUNT_ATTR_RELATIME;
+  }
+}
+
+/* The kernel leaves a human-readable reason on the fs context fd ("e tmpfs: Bad value …"). */
+static void append_kernel_message(int fs_fd, char *buf, size_t size) {
+  buf[0] = '\0';
+  char msg[256];
+  ssize_t n = read(fs_fd, msg, sizeof(msg) - 1);
+  if (n <= 2)
+    return;
+  msg[n] = '\0';
+  msg[strcspn(msg, "\n")] = '\0';
+  snprintf(buf, size, " (%s)", msg + 2);
+}
+
+static int fs_config_options(int fs_fd, const char *type, const char *data, struct cm_error **err) {
+  if (!data || !*data)
+    return 0;
+  cleanup_free char *copy = strdup(data);
+  if (!copy)
+    return cm_error_set(err, ENOMEM, "mount options");
+  char *save = NULL;
+  for (char *opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(opt, '=');
+    int r;
+    if (eq) {
+      *eq = '\0';
+      r = fsconfig(fs_fd, FSCONFIG_SET_STRING, opt, eq + 1, 0);
+    } else {
+      r = fsconfig(fs_fd, FSCONFIG_SET_FLAG, opt, NULL, 0);
+    }
+    if (r < 0) {
+      int saved = errno;
+      char why[280];
+      append_kernel_message(fs_fd, why, sizeof(why));
+      if (eq)
+        *eq = '=';
+      return cm_error_set(err, saved, "%s option \"%s\"%s", type, opt, why);
+    }
+  }
+  return 0;
+}
+
+int mount_new_fs(const char *type, const char *source, unsigned long flags, const char *data,
+                 struct cm_error **err) {
+  cleanup_close int fs_fd = fsopen(type, FSOPEN_CLOEXEC);
+  if (fs_fd < 0)
+    return cm_error_set(err, errno, "fsopen %s", type);
+  if (source && *source && fsconfig(fs_fd, FSCONFIG_SET_STRING, "source", source, 0) < 0)
+    return cm_error_set(err, errno, "%s source \"%s\"", type, source);
+  if (fs_config_options(fs_fd, type, data, err) < 0)
+    return -1;
+  /* Superblock flags have no mount attribute; they are fs-context flags. */
+  static const struct {
+    unsigned long ms;
+    const char *name;
+  } sb_flags[] = {{MS_SYNCHRONOUS, "sync"}, {MS_DIRSYNC, "dirsync"}, {MS_LAZYTIME, "lazytime"},
+                  {MS_MANDLOCK, "mand"}};
+  for (size_t i = 0; i < sizeof(sb_flags) / sizeof(sb_flags[0]); i++)
+    if ((flags & sb_flags[i].ms) && fsconfig(fs_fd, FSCONFIG_SET_FLAG, sb_flags[i].name, NULL, 0) < 0)
+      return cm_error_set(err, errno, "%s option \"%s\"", type, sb_flags[i].name);
+  if (fsconfig(fs_fd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+    int saved = errno;
+    char why[280];
+    append_kernel_message(fs_fd, why, sizeof(why));
+    return cm_error_set(err, saved, "create %s%s", type, why);
+  }
+  struct mount_attr attr;
+  mount_attr_from_flags(flags, 0, &attr);
+  int mnt_fd = fsmount(fs_fd, FSMOUNT_CLOEXEC, (unsigned int)attr.attr_set);
+  if (mnt_fd < 0)
+    return cm_error_set(err, errno, "fsmount %s", type);
+  return mnt_fd;
+}
+
+int mount_clone_tree(int src_fd, bool recursive, unsigned long flags, unsigned long clear_flags,
+                     struct cm_error **err) {
+  unsigned int tree_flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH;
+  if (recursive)
+    tree_flags |= AT_RECURSIVE;
+  cleanup_close int mnt_fd = open_tree(src_fd, "", tree_flags);
+  if (mnt_fd < 0)
+    return cm_error_set(err, errno, "clone mount tree");
+  struct mount_attr attr;
+  mount_attr_from_flags(flags, clear_flags, &attr);
+  /* Attributes go on the top mount only, as a bind remount would; "rro" is the recursive one. */
+  if ((attr.attr_set || attr.attr_clr) &&
+      mount_setattr(mnt_fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+    return cm_error_set(err, errno, "set mount flags");
+  return cm_steal_fd(&mnt_fd);
+}
+
+int mount_attach(int mnt_fd, int target_fd, struct cm_error **err) {
+  if (move_mount(mnt_fd, "", target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    return cm_error_set(err, errno, "attach mount");
+  return 0;
+}
+
+int mount_set_propagation(int mnt_fd, unsigned long propagation, struct cm_error **err) {
+  struct mount_attr attr = {.propagation = propagation & ~MS_REC};
+  unsigned int at = AT_EMPTY_PATH | ((propagation & MS_REC) ? AT_RECURSIVE : 0);
+  if (mount_setattr(mnt_fd, "", at, &attr, sizeof(attr)) < 0)
+    return cm_error_set(err, errno, "set mount propagation");
+  return 0;
+}
+
+int mount_set_readonly(int mnt_fd, bool recursive, struct cm_error **err) {
+  struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+  unsigned int at = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
+  if (mount_setattr(mnt_fd, "", at, &attr, sizeof(attr)) < 0)
+    return cm_error_set(err, errno, "make mount read-only");
+  return 0;
+}
+
+static bool path_is_under(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* Mounting over /proc entries can hide the masks or redirect writes to kernel knobs
+ * (CVE-2019-19921 / CVE-2025-52881 classes): only /proc itself (as procfs) and a few files
+ * that lxcfs-style tools replace are allowed. */
+static int check_proc_destination(const struct spec_mount *m, bool is_bind, int src_fd,
+                                  struct cm_error **err) {
+  static const char *const allowed[] = {
+      "/proc/cpuinfo", "/proc/diskstats", "/proc/meminfo", "/proc/stat",
+      "/proc/swaps",   "/proc/uptime",    "/proc/loadavg", "/proc/slabinfo",
+      "/proc/net/dev", "/proc/sys/kernel/ns_last_pid",
+  };
+  if (!path_is_under(m->destination, "/proc"))
+    return 0;
+  if (strcmp(m->destination, "/proc") == 0) {
+    struct statfs sfs;
+    if (!is_bind && m->type && strcmp(m->type, "proc") == 0)
+      return 0;
+    if (is_bind && fstatfs(src_fd, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC)
+      return 0;
+    return cm_error_set(err, EPERM, "only a procfs may be mounted on /proc");
+  }
+  for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+    if (strcmp(m->destination, allowed[i]) == 0)
+      return 0;
+  return cm_error_set(err, EPERM, "mounting over %s is not allowed", m->destination);
+}
+
+/* After attaching, look again at what the container will see there: procfs and sysfs must be
+ * the real thing, not a look-alike the rootfs put in the way (CVE-2019-16884 class). */
+static int verify_fs_type(int root_fd, const char *dest, const char *type, struct cm_error **err) {
+  long want;
+  if (strcmp(type, "proc") == 0)
+    want = PROC_SUPER_MAGIC;
+  else if (strcmp(type, "sysfs") == 0)
+    want = SYSFS_MAGIC;
+  else
+    return 0;
+  cleanup_close int fd = safepath_open(root_fd, dest, O_PATH | O_DIRECTORY, err);
+  if (fd < 0)
+    return -1;
+  struct statfs sfs;
+  if (fstatfs(fd, &sfs) < 0)
+    return cm_error_set(err, errno, "statfs");
+  if (sfs.f_type != want)
+    return cm_error_set(err, EINVAL, "%s is not %s after mounting it (0x%lx)", dest, type,
+                        (unsigned long)sfs.f_type);
+  return 0;
+}
+
+static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd,
+                     struct cm_error **err) {
+  bool is_bind = (m->flags & MS_BIND) || (m->type && strcmp(m->type, "bind") == 0);
+  if (m->idmap)
+    return cm_error_set(err, EOPNOTSUPP, "idmapped mounts are not supported");
+  if (!is_bind && (!m->type || !*m->type))
+    return cm_error_set(err, EINVAL, "no type and not a bind mount");
+  if (!m->destination || m->destination[0] != '/')
+    return cm_error_set(err, EINVAL, "destination must be an absolute path");
+  /* MS_REMOUNT of something not yet mounted has no meaning here; binds are never remounts. */
+  unsigned long flags = m->flags & ~(MS_REMOUNT | MS_BIND | MS_REC);
+
+  cleanup_close int src_fd = -1;
+  bool target_is_dir = true;
+  if (is_bind) {
+    if (!m->source)
+      return cm_error_set(err, EINVAL, "bind mount without a source");
+    /* A host path (relative ones are relative to the bundle, our cwd): the host admin's
+     * choice, so symlinks in it are followed on the host. */
+    src_fd = open(m->source, O_PATH | O_CLOEXEC);
+    if (src_fd < 0)
+      return cm_error_set(err, errno, "open source");
+    struct stat st;
+    if (fstat(src_fd, &st) < 0)
+      return cm_error_set(err, errno, "stat source");
+    target_is_dir = S_ISDIR(st.st_mode);
+  }
+  if (check_proc_destination(m, is_bind, src_fd, err) < 0)
+    return -1;
+
+  cleanup_close int target_fd = safepath_mount_target(root_fd, m->destination, target_is_dir, err);
+  if (target_fd < 0)
+    return -1;
+
+  if (!is_bind && (strcmp(m->type, "cgroup") == 0 || strcmp(m->type, "cgroup2") == 0))
+    return mount_cgroup(s, m, target_fd, err);
+
+  cleanup_close int mnt_fd = -1;
+  if (is_bind)
+    mnt_fd = mount_clone_tree(src_fd, (m->flags & MS_REC) != 0, flags, m->clear_flags, err);
+  else
+    mnt_fd = mount_new_fs(m->type, m->source, flags, m->data, err);
+  if (mnt_fd < 0)
+    return -1;
+  if (m->recursive_readonly && mount_set_readonly(mnt_fd, true, err) < 0)
+    return -1;
+  if (mount_attach(mnt_fd, target_fd, err) < 0)
+    return -1;
+  if (m->propagation && mount_set_propagation(mnt_fd, m->propagation, err) < 0)
+    return -1;
+  if (!is_bind)
+    return verify_fs_type(root_fd, m->destination, m->type, err);
+  return 0;
+}
+
+int mounts_apply(const struct spec *s, int root_fd, struct cm_error **err) {
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    const struct spec_mount *m = &s->mounts[i];
+    cm_debug("mount %s on %s (type %s)", m->source ? m->source : "-", m->destination,
+             m->type ? m->type : "bind");
+    if (apply_one(s, m, root_fd, err) < 0)
+      return cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu])",
+                             m->source ? m->source : (m->type ? m->type : ""),
+                             m->destination ? m->destination : "", i);
+  }
+  return 0;
+}

@@ -1,0 +1,209 @@
+/* The container's root filesystem: prepare (mounts, /dev), pivot_root, finalize. */
+#include "linux/rootfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "linux/rootfs_internal.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/safepath.h"
+
+/* mountinfo escapes blanks and backslashes as \ooo. */
+static void unescape_octal(char *s) {
+  char *out = s;
+  for (char *in = s; *in;) {
+    if (in[0] == '\\' && in[1] >= '0' && in[1] <= '7' && in[2] >= '0' && in[2] <= '7' &&
+        in[3] >= '0' && in[3] <= '7') {
+      *out++ = (char)(((in[1] - '0') << 6) | ((in[2] - '0') << 3) | (in[3] - '0'));
+      in += 4;
+    } else {
+      *out++ = *in++;
+    }
+  }
+  *out = '\0';
+}
+
+/* pivot_root refuses a new root whose parent mount is shared; the mount holding the rootfs
+ * directory becomes private in our namespace (this never propagates back to the host). */
+static int make_parent_mount_private(const char *rootfs, struct cm_error **err) {
+  char real[PATH_MAX];
+  if (!realpath(rootfs, real))
+    return cm_error_set(err, errno, "resolve rootfs \"%s\"", rootfs);
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f)
+    return cm_error_set(err, errno, "open /proc/self/mountinfo");
+  cleanup_free char *line = NULL;
+  size_t cap = 0, best_len = 0;
+  char best[PATH_MAX] = "";
+  bool best_shared = false;
+  while (getline(&line, &cap, f) > 0) {
+    char mountpoint[PATH_MAX];
+    if (sscanf(line, "%*s %*s %*s %*s %4095s", mountpoint) != 1)
+      continue;
+    unescape_octal(mountpoint);
+    size_t len = strlen(mountpoint);
+    bool covers = strcmp(mountpoint, "/") == 0 ||
+                  (strncmp(real, mountpoint, len) == 0 && (real[len] == '/' || real[len] == '\0'));
+    if (!covers || len < best_len)
+      continue;
+    /* Optional fields sit between the mount options and " - ". */
+    const char *sep = strstr(line, " - ");
+    const char *shared = strstr(line, " shared:");
+    best_len = len;
+    snprintf(best, sizeof(best), "%s", mountpoint);
+    best_shared = shared && sep && shared < sep;
+  }
+  if (best_shared && mount(NULL, best, NULL, MS_PRIVATE, NULL) < 0)
+    return cm_error_set(err, errno, "make \"%s\" private", best);
+  return 0;
+}
+
+static const struct spec_mount *mount_on_dev(const struct spec *s) {
+  const struct spec_mount *found = NULL;
+  for (size_t i = 0; i < s->n_mounts; i++)
+    if (s->mounts[i].destination && strcmp(s->mounts[i].destination, "/dev") == 0)
+      found = &s->mounts[i];
+  return found;
+}
+
+static bool is_bind(const struct spec_mount *m) {
+  return (m->flags & MS_BIND) || (m->type && strcmp(m->type, "bind") == 0);
+}
+
+int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **err) {
+  /* Nothing we mount may propagate back to the host: rslave unless the config says otherwise. */
+  unsigned long propagation = MS_SLAVE | MS_REC;
+  if (s->has_linux && s->linux_.rootfs_propagation_flags)
+    propagation = s->linux_.rootfs_propagation_flags;
+  if (mount(NULL, "/", NULL, propagation, NULL) < 0)
+    return cm_error_set(err, errno, "set propagation of /");
+  if (make_parent_mount_private(rootfs, err) < 0)
+    return -1;
+  if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
+    return cm_error_set(err, errno, "bind rootfs \"%s\" onto itself", rootfs);
+  cleanup_close int root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0)
+    return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
+
+  /* A read-only /dev tmpfs is made read-only only after we created the devices in it. */
+  const struct spec_mount *dev_mount = mount_on_dev(s);
+  struct spec tmp_spec;
+  const struct spec *effective = s;
+  cleanup_free struct spec_mount *mounts_copy = NULL;
+  if (dev_mount && !is_bind(dev_mount) && (dev_mount->flags & MS_RDONLY)) {
+    mounts_copy = malloc(s->n_mounts * sizeof(*mounts_copy));
+    if (!mounts_copy)
+      return cm_error_set(err, ENOMEM, "mounts");
+    memcpy(mounts_copy, s->mounts, s->n_mounts * sizeof(*mounts_copy));
+    mounts_copy[dev_mount - s->mounts].flags &= ~MS_RDONLY;
+    tmp_spec = *s;
+    tmp_spec.mounts = mounts_copy;
+    effective = &tmp_spec;
+  }
+  if (mounts_apply(effective, root_fd, err) < 0)
+    return -1;
+  if (devices_setup(s, root_fd, err) < 0)
+    return -1;
+  return 0;
+}
+
+int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err) {
+  if (no_pivot) {
+    /* --no-pivot (ramdisk roots): move the rootfs over / and chroot into it. */
+    if (chdir(rootfs) < 0)
+      return cm_error_set(err, errno, "chdir \"%s\"", rootfs);
+    if (mount(rootfs, "/", NULL, MS_MOVE, NULL) < 0)
+      return cm_error_set(err, errno, "move rootfs onto /");
+    if (chroot(".") < 0)
+      return cm_error_set(err, errno, "chroot");
+    if (chdir("/") < 0)
+      return cm_error_set(err, errno, "chdir /");
+    return 0;
+  }
+  cleanup_close int old_root = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (old_root < 0)
+    return cm_error_set(err, errno, "open /");
+  cleanup_close int new_root = open(rootfs, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (new_root < 0)
+    return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
+  if (fchdir(new_root) < 0)
+    return cm_error_set(err, errno, "chdir into rootfs");
+  /* pivot_root(".", "."): the old root ends up stacked under the new one, so no put_old
+   * directory is needed inside the (possibly read-only) rootfs. */
+  if (syscall(SYS_pivot_root, ".", ".") < 0)
+    return cm_error_set(err, errno, "pivot_root");
+  if (fchdir(old_root) < 0)
+    return cm_error_set(err, errno, "chdir to the old root");
+  /* Detaching must not propagate an unmount to the host's mounts. */
+  if (mount(NULL, ".", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+    return cm_error_set(err, errno, "make the old root rslave");
+  if (umount2(".", MNT_DETACH) < 0)
+    return cm_error_set(err, errno, "detach the old root");
+  if (chdir("/") < 0)
+    return cm_error_set(err, errno, "chdir /");
+  return 0;
+}
+
+/* MS_BIND|MS_REMOUNT|MS_RDONLY keeping the flags the mount has (needed where they are locked,
+ * in a user namespace); only used when mount_setattr is missing. */
+static int remount_root_readonly_legacy(struct cm_error **err) {
+  struct statvfs sv;
+  if (statvfs("/", &sv) < 0)
+    return cm_error_set(err, errno, "statvfs /");
+  static const struct {
+    unsigned long st, ms;
+  } map[] = {{ST_NOSUID, MS_NOSUID},         {ST_NODEV, MS_NODEV},
+             {ST_NOEXEC, MS_NOEXEC},         {ST_NOATIME, MS_NOATIME},
+             {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME},
+             {ST_SYNCHRONOUS, MS_SYNCHRONOUS}, {ST_MANDLOCK, MS_MANDLOCK}};
+  unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY;
+  for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+    if (sv.f_flag & map[i].st)
+      flags |= map[i].ms;
+  if (mount(NULL, "/", NULL, flags, NULL) < 0)
+    return cm_error_set(err, errno, "remount / read-only");
+  return 0;
+}
+
+int rootfs_finalize(const struct spec *s, struct cm_error **err) {
+  cleanup_close int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0)
+    return cm_error_set(err, errno, "open /");
+  if (s->has_linux) {
+    if (paths_mask(&s->linux_.masked_paths, root_fd, err) < 0)
+      return -1;
+    if (paths_readonly(&s->linux_.readonly_paths, root_fd, err) < 0)
+      return -1;
+  }
+  const struct spec_mount *dev_mount = mount_on_dev(s);
+  if (dev_mount && !is_bind(dev_mount) && (dev_mount->flags & MS_RDONLY)) {
+    cleanup_close int dev_fd = safepath_open(root_fd, "/dev", O_PATH | O_DIRECTORY, err);
+    if (dev_fd < 0 || mount_set_readonly(dev_fd, false, err) < 0)
+      return cm_error_prefix(err, "make /dev read-only");
+  }
+  if (s->root_readonly) {
+    /* Only the read-only bit changes; nosuid/nodev/… stay as they are. */
+    struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+    if (mount_setattr(root_fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+      if (errno != ENOSYS)
+        return cm_error_set(err, errno, "make / read-only");
+      if (remount_root_readonly_legacy(err) < 0)
+        return -1;
+    }
+  }
+  if (s->has_linux && s->linux_.rootfs_propagation_flags &&
+      mount(NULL, "/", NULL, s->linux_.rootfs_propagation_flags, NULL) < 0)
+    return cm_error_set(err, errno, "set rootfsPropagation \"%s\" on /",
+                        s->linux_.rootfs_propagation ? s->linux_.rootfs_propagation : "");
+  return 0;
+}

@@ -1,0 +1,49 @@
+/* Shared between rootfs.c, mounts.c, mount_cgroup.c, devices.c and paths.c; not for other layers.
+ *
+ * Mounts are made with the new mount API: a detached mount (fsmount or open_tree clone) gets its
+ * attributes while detached and is then attached with move_mount() onto an O_PATH fd resolved
+ * inside the rootfs — the target is the fd we resolved, never a path walked again later
+ * (CVE-2021-30465 class). Needs Linux >= 5.12 (mount_setattr). */
+#ifndef CM_LINUX_ROOTFS_INTERNAL_H
+#define CM_LINUX_ROOTFS_INTERNAL_H
+
+#include <stdbool.h>
+#include <sys/mount.h>
+
+#include "spec/spec.h"
+#include "util/error.h"
+
+/* MS_* flags (set / explicitly cleared) → struct mount_attr attr_set/attr_clr. */
+void mount_attr_from_flags(unsigned long flags, unsigned long clear_flags, struct mount_attr *attr);
+
+/* A new, detached filesystem mount ("tmpfs", "proc" …). `data` is the comma-separated option
+ * string mount(2) would take. Returns the mount fd; errors name the type and include the
+ * kernel's own message when it gives one. */
+int mount_new_fs(const char *type, const char *source, unsigned long flags, const char *data,
+                 struct cm_error **err);
+/* A detached clone of the mount tree at src_fd (AT_RECURSIVE when `recursive`), with `flags`
+ * applied to its top mount. Returns the mount fd. */
+int mount_clone_tree(int src_fd, bool recursive, unsigned long flags, unsigned long clear_flags,
+                     struct cm_error **err);
+/* Attach a detached mount onto target_fd. The mount fd then refers to the attached mount. */
+int mount_attach(int mnt_fd, int target_fd, struct cm_error **err);
+/* mount_setattr helpers on an (attached or detached) mount fd. */
+int mount_set_propagation(int mnt_fd, unsigned long propagation, struct cm_error **err);
+int mount_set_readonly(int mnt_fd, bool recursive, struct cm_error **err);
+
+/* Every entry of s->mounts, in order, inside the rootfs at root_fd. */
+int mounts_apply(const struct spec *s, int root_fd, struct cm_error **err);
+/* A "cgroup"/"cgroup2" entry: see mount_cgroup.c. */
+int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd,
+                 struct cm_error **err);
+
+/* /dev: default devices, linux.devices, symlinks, ptmx, console placeholder. */
+int devices_setup(const struct spec *s, int root_fd, struct cm_error **err);
+/* true when our uid map is not the identity map of the whole range. */
+bool in_user_namespace(void);
+
+/* After pivot, inside the container root. Missing paths are skipped. */
+int paths_mask(const struct spec_strv *paths, int root_fd, struct cm_error **err);
+int paths_readonly(const struct spec_strv *paths, int root_fd, struct cm_error **err);
+
+#endif
