@@ -261,7 +261,8 @@ int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, 
     return 0; /* n_insns == 0: seccomp_load does nothing */
 
   uint32_t default_action;
-  if (action_value(sc->default_action, sc->has_default_errno_ret, sc->default_errno_ret, &default_action, err) < 0)
+  if (action_value(sc->default_action, sc->has_default_errno_ret, sc->default_errno_ret, &default_action,
+                   err) < 0)
     return -1;
   /* Every unmatched syscall would wait for an agent, including the runtime's own last steps. */
   if (sc->default_action == SPEC_SECCOMP_NOTIFY)
@@ -300,7 +301,8 @@ int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, 
   if (out->n_insns > BPF_MAXINSNS) {
     size_t n = out->n_insns;
     seccomp_program_free(out);
-    return cm_error_set(err, 0, "linux.seccomp: the filter has %zu instructions, more than the kernel's limit of %d",
+    return cm_error_set(err, 0,
+                        "linux.seccomp: the filter has %zu instructions, more than the kernel's limit of %d",
                         n, BPF_MAXINSNS);
   }
   out->flags = flags;

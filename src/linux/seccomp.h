@@ -9,16 +9,16 @@
  * listener fd: hand the fd over with syscalls the profile does not notify. */
 #ifndef CM_LINUX_SECCOMP_H
 #define CM_LINUX_SECCOMP_H
-#include <stddef.h>
-#include <stdbool.h>
 #include "spec/spec.h"
 #include "util/error.h"
+#include <stdbool.h>
+#include <stddef.h>
 
 struct seccomp_program {
-  void *bpf;       /* struct sock_filter[] */
-  size_t n_insns;  /* 0: no seccomp (linux.seccomp absent); loading is then a no-op */
-  unsigned flags;  /* SECCOMP_FILTER_FLAG_* to pass to seccomp(2) */
-  bool notify;     /* has SCMP_ACT_NOTIFY rules: load returns a listener fd */
+  void *bpf;      /* struct sock_filter[] */
+  size_t n_insns; /* 0: no seccomp (linux.seccomp absent); loading is then a no-op */
+  unsigned flags; /* SECCOMP_FILTER_FLAG_* to pass to seccomp(2) */
+  bool notify;    /* has SCMP_ACT_NOTIFY rules: load returns a listener fd */
 };
 int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, struct cm_error **err);
 /* Load with seccomp(SECCOMP_SET_MODE_FILTER). Returns the notify fd (>= 0) when prog->notify,

@@ -122,8 +122,7 @@ int procfs_open(const char *relpath, int flags, struct cm_error **err) {
   cleanup_close int fd = openat_beneath(base, rest, flags);
   if (fd < 0) {
     if (errno == EXDEV)
-      return cm_error_set(err, errno, "/proc/%s: something is mounted over it; refusing to use it",
-                          relpath);
+      return cm_error_set(err, errno, "/proc/%s: something is mounted over it; refusing to use it", relpath);
     return cm_error_set(err, errno, "open /proc/%s", relpath);
   }
   /* A file bind-mounted from elsewhere is caught by NO_XDEV; this catches the rest. */

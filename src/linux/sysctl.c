@@ -15,8 +15,8 @@
 
 /* Keys that live in the IPC namespace (besides the fs.mqueue.* prefix). */
 static const char *const ipc_keys[] = {
-    "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni",  "kernel.sem",
-    "kernel.shmall", "kernel.shmmax", "kernel.shmmni",  "kernel.shm_rmid_forced",
+    "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem",
+    "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced",
 };
 static const char *const uts_keys[] = {"kernel.hostname", "kernel.domainname"};
 

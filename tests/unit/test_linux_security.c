@@ -1,23 +1,23 @@
 /* linux/{seccomp,caps,sysctl,fds,security_attrs}.c: the last steps before execve.
  * Everything that changes process state runs in a forked child (test_linux_child.h).
  * CM_TEST_FILTER="pattern" runs only matching tests (handy under valgrind). */
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/keyctl.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <linux/keyctl.h>
-#include <sys/personality.h>
 
 #include "linux/caps.h"
 #include "linux/fds.h"
@@ -30,7 +30,6 @@
 #define BIT(c) (1ULL << (c))
 
 /* ---- seccomp helpers ------------------------------------------------------------------- */
-
 
 static struct spec_seccomp_syscall rule(const char *name, enum spec_seccomp_action action, uint32_t errno_ret,
                                         struct spec_seccomp_arg *args, size_t n_args) {
@@ -93,7 +92,8 @@ static int body_uname_errno_42(void) {
 
 static void test_seccomp_errno(void **state) {
   struct spec_seccomp_syscall rules[] = {rule("uname", SPEC_SECCOMP_ERRNO, 42, NULL, 0)};
-  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
   assert_int_equal(run_filtered(&sc, body_uname_errno_42), 0);
   free_rules(&sc);
 }
@@ -105,14 +105,16 @@ static int body_getppid(void) {
 
 static void test_seccomp_kill_process(void **state) {
   struct spec_seccomp_syscall rules[] = {rule("getppid", SPEC_SECCOMP_KILL_PROCESS, 0, NULL, 0)};
-  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
   assert_int_equal(run_filtered(&sc, body_getppid), 128 + SIGSYS);
   free_rules(&sc);
 }
 
 static void test_seccomp_kill_is_kill_thread(void **state) {
   struct spec_seccomp_syscall rules[] = {rule("getppid", SPEC_SECCOMP_KILL, 0, NULL, 0)};
-  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
   assert_int_equal(run_filtered(&sc, body_getppid), 128 + SIGSYS);
   free_rules(&sc);
 }
@@ -120,7 +122,8 @@ static void test_seccomp_kill_is_kill_thread(void **state) {
 static void test_seccomp_unknown_names_skipped(void **state) {
   struct spec_seccomp_syscall rules[] = {rule("no_such_syscall_cm", SPEC_SECCOMP_ERRNO, 42, NULL, 0),
                                          rule("uname", SPEC_SECCOMP_ERRNO, 42, NULL, 0)};
-  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 2};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 2};
   assert_int_equal(run_filtered(&sc, body_uname_errno_42), 0);
   free_rules(&sc);
 }
@@ -144,16 +147,20 @@ static int body_op_case(void) {
 
 static void test_seccomp_arg_operators(void **state) {
   const struct op_case cases[] = {
-      {SPEC_SECCOMP_OP_NE, 5, 0, 6, 5},      {SPEC_SECCOMP_OP_LT, 5, 0, 4, 5},
-      {SPEC_SECCOMP_OP_LE, 5, 0, 5, 6},      {SPEC_SECCOMP_OP_EQ, 5, 0, 5, 4},
-      {SPEC_SECCOMP_OP_GE, 5, 0, 5, 4},      {SPEC_SECCOMP_OP_GT, 5, 0, 6, 5},
+      {SPEC_SECCOMP_OP_NE, 5, 0, 6, 5},
+      {SPEC_SECCOMP_OP_LT, 5, 0, 4, 5},
+      {SPEC_SECCOMP_OP_LE, 5, 0, 5, 6},
+      {SPEC_SECCOMP_OP_EQ, 5, 0, 5, 4},
+      {SPEC_SECCOMP_OP_GE, 5, 0, 5, 4},
+      {SPEC_SECCOMP_OP_GT, 5, 0, 6, 5},
       {SPEC_SECCOMP_OP_MASKED_EQ, 0xf0, 0x50, 0x5a, 0x6a},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     current_case = cases[i];
     struct spec_seccomp_arg arg = {0, cases[i].value, cases[i].value_two, cases[i].op};
     struct spec_seccomp_syscall rules[] = {rule("getpgid", SPEC_SECCOMP_ERRNO, 42, &arg, 1)};
-    struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+    struct spec_seccomp sc = {
+        .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
     if (run_filtered(&sc, body_op_case) != 0)
       fail_msg("operator case %zu failed", i);
     free_rules(&sc);
@@ -170,7 +177,8 @@ static int body_personality(void) {
 static void test_seccomp_personality_eq(void **state) {
   struct spec_seccomp_arg arg = {0, 0xffffffff, 0, SPEC_SECCOMP_OP_EQ};
   struct spec_seccomp_syscall rules[] = {rule("personality", SPEC_SECCOMP_ERRNO, 43, &arg, 1)};
-  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
   assert_int_equal(run_filtered(&sc, body_personality), 0);
   free_rules(&sc);
 }
@@ -188,7 +196,8 @@ static int body_same_index_or(void) {
 static void test_seccomp_same_index_is_or(void **state) {
   struct spec_seccomp_arg args[] = {{0, 7, 0, SPEC_SECCOMP_OP_EQ}, {0, 9, 0, SPEC_SECCOMP_OP_EQ}};
   struct spec_seccomp_syscall rules[] = {rule("getpgid", SPEC_SECCOMP_ERRNO, 42, args, 2)};
-  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
   assert_int_equal(run_filtered(&sc, body_same_index_or), 0);
   free_rules(&sc);
 }
@@ -204,9 +213,11 @@ static int body_different_index_and(void) {
 }
 
 static void test_seccomp_different_index_is_and(void **state) {
-  struct spec_seccomp_arg args[] = {{0, PRIO_PROCESS, 0, SPEC_SECCOMP_OP_EQ}, {1, 4242, 0, SPEC_SECCOMP_OP_EQ}};
+  struct spec_seccomp_arg args[] = {{0, PRIO_PROCESS, 0, SPEC_SECCOMP_OP_EQ},
+                                    {1, 4242, 0, SPEC_SECCOMP_OP_EQ}};
   struct spec_seccomp_syscall rules[] = {rule("getpriority", SPEC_SECCOMP_ERRNO, 42, args, 2)};
-  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
   assert_int_equal(run_filtered(&sc, body_different_index_and), 0);
   free_rules(&sc);
 }
@@ -221,8 +232,9 @@ static int body_default_errno(void) {
 
 static void test_seccomp_default_errno_and_skip_default_rule(void **state) {
   /* Plus what a sanitizer runtime may need on the way out. */
-  char *allow_names[] = {"getppid", "exit_group", "exit", "write", "mmap", "munmap", "mprotect", "madvise",
-                         "rt_sigaction", "rt_sigprocmask", "sigaltstack", "prctl", NULL};
+  char *allow_names[] = {"getppid",     "exit_group", "exit",    "write",        "mmap",
+                         "munmap",      "mprotect",   "madvise", "rt_sigaction", "rt_sigprocmask",
+                         "sigaltstack", "prctl",      NULL};
   struct spec_seccomp_syscall rules[2] = {0};
   rules[0].names.items = allow_names;
   rules[0].names.count = sizeof(allow_names) / sizeof(allow_names[0]) - 1;
@@ -242,7 +254,8 @@ static void test_seccomp_default_errno_and_skip_default_rule(void **state) {
 
 static void test_seccomp_architectures_and_flags(void **state) {
   char *archs[] = {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_NOT_A_REAL_ONE", NULL};
-  char *flags[] = {"SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_SPEC_ALLOW", "SECCOMP_FILTER_FLAG_TSYNC", NULL};
+  char *flags[] = {"SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_SPEC_ALLOW", "SECCOMP_FILTER_FLAG_TSYNC",
+                   NULL};
   struct spec_seccomp_syscall rules[] = {rule("uname", SPEC_SECCOMP_ERRNO, 42, NULL, 0)};
   struct spec_seccomp sc = {.present = true,
                             .default_action = SPEC_SECCOMP_ALLOW,
@@ -296,8 +309,11 @@ static int notify_child(void *arg) {
 static void test_seccomp_notify_returns_listener(void **state) {
   char *flags[] = {"SECCOMP_FILTER_FLAG_TSYNC", NULL};
   struct spec_seccomp_syscall rules[] = {rule("getppid", SPEC_SECCOMP_NOTIFY, 0, NULL, 0)};
-  struct spec_seccomp sc = {
-      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .flags = {flags, 1}, .syscalls = rules, .n_syscalls = 1};
+  struct spec_seccomp sc = {.present = true,
+                            .default_action = SPEC_SECCOMP_ALLOW,
+                            .flags = {flags, 1},
+                            .syscalls = rules,
+                            .n_syscalls = 1};
   struct seccomp_program prog;
   struct cm_error *err = NULL;
   assert_int_equal(seccomp_compile(&sc, &prog, &err), 0);
@@ -319,7 +335,8 @@ static int load_unprivileged_child(void *arg) {
 
 static void test_seccomp_needs_nnp_or_sys_admin(void **state) {
   struct spec_seccomp_syscall rules[] = {rule("uname", SPEC_SECCOMP_ERRNO, 42, NULL, 0)};
-  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
   struct seccomp_program prog;
   struct cm_error *err = NULL;
   assert_int_equal(seccomp_compile(&sc, &prog, &err), 0);
@@ -357,16 +374,16 @@ static int read_cap_sets(struct cap_sets *s) {
   return found == 5 ? 0 : -1;
 }
 
-#define CHILD_CHECK_SETS(want) \
-  do { \
-    struct cap_sets got_ = {0}; \
-    CHILD_CHECK(read_cap_sets(&got_) == 0); \
-    if (memcmp(&got_, &(want), sizeof(got_)) != 0) { \
-      dprintf(2, "caps: got inh %llx prm %llx eff %llx bnd %llx amb %llx\n", (unsigned long long)got_.inh, \
-              (unsigned long long)got_.prm, (unsigned long long)got_.eff, (unsigned long long)got_.bnd, \
-              (unsigned long long)got_.amb); \
-      _exit(1); \
-    } \
+#define CHILD_CHECK_SETS(want)                                                                               \
+  do {                                                                                                       \
+    struct cap_sets got_ = {0};                                                                              \
+    CHILD_CHECK(read_cap_sets(&got_) == 0);                                                                  \
+    if (memcmp(&got_, &(want), sizeof(got_)) != 0) {                                                         \
+      dprintf(2, "caps: got inh %llx prm %llx eff %llx bnd %llx amb %llx\n", (unsigned long long)got_.inh,   \
+              (unsigned long long)got_.prm, (unsigned long long)got_.eff, (unsigned long long)got_.bnd,      \
+              (unsigned long long)got_.amb);                                                                 \
+      _exit(1);                                                                                              \
+    }                                                                                                        \
   } while (0)
 
 struct caps_case {
@@ -406,7 +423,12 @@ static void test_caps_absent_means_none(void **state) {
 static void test_caps_ambient(void **state) {
   uint64_t nb = BIT(CAP_NET_BIND_SERVICE);
   struct caps_case c = {
-      .spec = {.present = true, .bounding = nb, .permitted = nb, .effective = nb, .inheritable = nb, .ambient = nb},
+      .spec = {.present = true,
+               .bounding = nb,
+               .permitted = nb,
+               .effective = nb,
+               .inheritable = nb,
+               .ambient = nb},
       .want = {.inh = nb, .prm = nb, .eff = nb, .bnd = nb, .amb = nb},
   };
   assert_int_equal(run_in_child(caps_child, &c), 0);
@@ -426,7 +448,8 @@ static void test_caps_non_root_user(void **state) {
   uint64_t p = BIT(CAP_NET_BIND_SERVICE) | BIT(CAP_CHOWN);
   uint64_t nb = BIT(CAP_NET_BIND_SERVICE);
   struct caps_case c = {
-      .spec = {.present = true, .bounding = b, .permitted = p, .effective = p, .inheritable = nb, .ambient = nb},
+      .spec =
+          {.present = true, .bounding = b, .permitted = p, .effective = p, .inheritable = nb, .ambient = nb},
       .want = {.inh = nb, .prm = p, .eff = p, .bnd = b, .amb = nb},
       .uid = 1000,
   };
@@ -448,10 +471,8 @@ static void test_caps_unknown_bits_ignored(void **state) {
 }
 
 static int caps_inheritable_outside_bounding_child(void *arg) {
-  struct spec_capabilities c = {.present = true,
-                                .bounding = BIT(CAP_KILL),
-                                .permitted = BIT(CAP_KILL),
-                                .inheritable = BIT(CAP_CHOWN)};
+  struct spec_capabilities c = {
+      .present = true, .bounding = BIT(CAP_KILL), .permitted = BIT(CAP_KILL), .inheritable = BIT(CAP_CHOWN)};
   CHILD_FAILS_WITH(caps_apply(&c, &err), "set permitted/effective/inheritable");
   return 0;
 }
@@ -567,7 +588,8 @@ static int body_cloexec_under_seccomp(void) {
 
 static void test_fds_close_range_denied_falls_back(void **state) {
   struct spec_seccomp_syscall rules[] = {rule("close_range", SPEC_SECCOMP_ERRNO, EPERM, NULL, 0)};
-  struct spec_seccomp sc = {.present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
   assert_int_equal(run_filtered(&sc, body_cloexec_under_seccomp), 0);
   free_rules(&sc);
 }
@@ -609,7 +631,9 @@ static int procfs_overmount_child(void *arg) {
   char name[64] = {0};
   CHILD_CHECK(getdomainname(name, sizeof(name)) == 0 && strcmp(name, "cm-overmount") == 0);
   /* Without CAP_SYS_ADMIN (no private procfs), the overmount is detected instead. */
-  struct spec_capabilities c = {.present = true, .bounding = BIT(CAP_SETPCAP), .permitted = BIT(CAP_SETPCAP),
+  struct spec_capabilities c = {.present = true,
+                                .bounding = BIT(CAP_SETPCAP),
+                                .permitted = BIT(CAP_SETPCAP),
                                 .effective = BIT(CAP_SETPCAP)};
   CHILD_OK(caps_apply(&c, &err));
   CHILD_FAILS_WITH(sysctl_apply(&l, &err), "something is mounted over it");
@@ -634,7 +658,9 @@ static int fake_proc_child(void *arg) {
   CHILD_CHECK(unshare(CLONE_NEWNS) == 0);
   CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
   CHILD_CHECK(mount("cm-fake-proc", "/proc", "tmpfs", 0, NULL) == 0);
-  struct spec_capabilities c = {.present = true, .bounding = BIT(CAP_SETPCAP), .permitted = BIT(CAP_SETPCAP),
+  struct spec_capabilities c = {.present = true,
+                                .bounding = BIT(CAP_SETPCAP),
+                                .permitted = BIT(CAP_SETPCAP),
                                 .effective = BIT(CAP_SETPCAP)};
   CHILD_OK(caps_apply(&c, &err));
   CHILD_FAILS_WITH(procfs_open("sys/kernel/ostype", O_RDONLY, &err), "/proc is not a procfs");
@@ -656,8 +682,8 @@ static int cloexec_child(void *arg) {
   CHILD_CHECK(fcntl(300, F_GETFD) & FD_CLOEXEC);
   CHILD_CHECK(!(fcntl(2, F_GETFD) & FD_CLOEXEC));
   /* After execve nothing past 2 remains. */
-  execl("/bin/sh", "sh", "-c", "for f in /proc/self/fd/*; do n=${f##*/}; [ $n -le 2 ] || [ ! -e $f ] || exit 3; done",
-        (char *)NULL);
+  execl("/bin/sh", "sh", "-c",
+        "for f in /proc/self/fd/*; do n=${f##*/}; [ $n -le 2 ] || [ ! -e $f ] || exit 3; done", (char *)NULL);
   return 2;
 }
 
@@ -729,8 +755,8 @@ static void test_lsm_labels_refused_without_lsm(void **state) {
   if (!lsm_active("/sys/module/apparmor/parameters/enabled")) {
     p.apparmor_profile = "cm-test-profile";
     assert_int_equal(lsm_apply_exec_label(&p, &err), -1);
-    assert_string_equal(err->msg,
-                        "apparmor profile cm-test-profile requested but AppArmor is not enabled on this host");
+    assert_string_equal(
+        err->msg, "apparmor profile cm-test-profile requested but AppArmor is not enabled on this host");
     cm_error_free(err);
     err = NULL;
     p.apparmor_profile = NULL;
