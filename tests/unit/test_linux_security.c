@@ -1,11 +1,12 @@
 /* linux/{seccomp,caps,sysctl,fds,security_attrs}.c: the last steps before execve.
  * Everything that changes process state runs in a forked child (test_linux_child.h).
  * CM_TEST_FILTER="pattern" runs only matching tests (handy under valgrind). */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first. */
+#include <cmocka.h>
 
 #include <fcntl.h>
 #include <linux/capability.h>
