@@ -71,7 +71,8 @@ static int parse_mounts(struct jctx *c, yajl_val arr, struct spec *s, struct cm_
 }
 
 static int parse_hook(struct jctx *c, yajl_val v, struct spec_hook *h, struct cm_error **err) {
-  if (jval_object(c, v, err) < 0 || jrequire(c, v, "path", err) < 0 || jget_string(c, v, "path", &h->path, err) < 0)
+  if (jval_object(c, v, err) < 0 || jrequire(c, v, "path", err) < 0 ||
+      jget_string(c, v, "path", &h->path, err) < 0)
     return -1;
   if (!path_is_absolute(h->path)) {
     jpush_key(c, "path");
@@ -117,7 +118,8 @@ static int parse_hooks(struct jctx *c, yajl_val obj, struct spec *s, struct cm_e
 static int parse_spec(struct jctx *c, yajl_val root, struct spec *s, struct cm_error **err) {
   if (jval_object(c, root, err) < 0)
     return -1;
-  if (jrequire(c, root, "ociVersion", err) < 0 || jget_string(c, root, "ociVersion", &s->oci_version, err) < 0 ||
+  if (jrequire(c, root, "ociVersion", err) < 0 ||
+      jget_string(c, root, "ociVersion", &s->oci_version, err) < 0 ||
       check_oci_version(c, s->oci_version, err) < 0)
     return -1;
 

@@ -10,10 +10,19 @@
 static const char *const default_caps[] = {"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE", NULL};
 
 static const char *const masked_paths[] = {
-    "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
-    "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/sys/firmware",
+    "/proc/scsi",
     /* RAPL energy counters leak secrets through power side channels (CVE-2020-8694, PLATYPUS). */
-    "/sys/devices/virtual/powercap", NULL,
+    "/sys/devices/virtual/powercap",
+    NULL,
 };
 
 static const char *const readonly_paths[] = {
@@ -85,20 +94,23 @@ static void gen_mounts(yajl_gen g, bool rootless) {
   gen_str(g, "mounts");
   yajl_gen_array_open(g);
   gen_mount(g, "/proc", "proc", "proc", NULL);
-  gen_mount(g, "/dev", "tmpfs", "tmpfs", (const char *const[]){"nosuid", "strictatime", "mode=755", "size=65536k", NULL});
+  gen_mount(g, "/dev", "tmpfs", "tmpfs",
+            (const char *const[]){"nosuid", "strictatime", "mode=755", "size=65536k", NULL});
   /* gid=5 (tty) does not exist in a user namespace that maps only the caller. */
   if (rootless)
     gen_mount(g, "/dev/pts", "devpts", "devpts",
               (const char *const[]){"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", NULL});
   else
     gen_mount(g, "/dev/pts", "devpts", "devpts",
-              (const char *const[]){"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", NULL});
+              (const char *const[]){"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5",
+                                    NULL});
   gen_mount(g, "/dev/shm", "tmpfs", "shm",
             (const char *const[]){"nosuid", "noexec", "nodev", "mode=1777", "size=65536k", NULL});
   gen_mount(g, "/dev/mqueue", "mqueue", "mqueue", (const char *const[]){"nosuid", "noexec", "nodev", NULL});
   /* Without its own network namespace a rootless container may not mount a fresh sysfs. */
   if (rootless)
-    gen_mount(g, "/sys", "none", "/sys", (const char *const[]){"rbind", "nosuid", "noexec", "nodev", "ro", NULL});
+    gen_mount(g, "/sys", "none", "/sys",
+              (const char *const[]){"rbind", "nosuid", "noexec", "nodev", "ro", NULL});
   else
     gen_mount(g, "/sys", "sysfs", "sysfs", (const char *const[]){"nosuid", "noexec", "nodev", "ro", NULL});
   gen_mount(g, "/sys/fs/cgroup", "cgroup", "cgroup",

@@ -257,15 +257,15 @@ static int jenter(struct jctx *c, yajl_val obj, const char *key, yajl_val *v, si
   return 1;
 }
 
-#define JGET_BODY(call)                                                                             \
-  do {                                                                                              \
-    yajl_val v;                                                                                     \
-    size_t mark;                                                                                    \
-    if (!jenter(c, obj, key, &v, &mark))                                                            \
-      return 0;                                                                                     \
-    int r = (call);                                                                                 \
-    jpop(c, mark);                                                                                  \
-    return r < 0 ? -1 : 1;                                                                          \
+#define JGET_BODY(call)                                                                                      \
+  do {                                                                                                       \
+    yajl_val v;                                                                                              \
+    size_t mark;                                                                                             \
+    if (!jenter(c, obj, key, &v, &mark))                                                                     \
+      return 0;                                                                                              \
+    int r = (call);                                                                                          \
+    jpop(c, mark);                                                                                           \
+    return r < 0 ? -1 : 1;                                                                                   \
   } while (0)
 
 int jget_object(struct jctx *c, yajl_val obj, const char *key, yajl_val *out, struct cm_error **err) {
@@ -304,7 +304,8 @@ int jget_u32(struct jctx *c, yajl_val obj, const char *key, uint32_t *out, struc
   return r;
 }
 
-int jget_int(struct jctx *c, yajl_val obj, const char *key, int min, int max, int *out, struct cm_error **err) {
+int jget_int(struct jctx *c, yajl_val obj, const char *key, int min, int max, int *out,
+             struct cm_error **err) {
   int64_t n = 0;
   int r = jget_i64(c, obj, key, min, max, &n, err);
   if (r == 1)

@@ -54,7 +54,8 @@ int jget_i64(struct jctx *c, yajl_val obj, const char *key, int64_t min, int64_t
 int jget_u64(struct jctx *c, yajl_val obj, const char *key, uint64_t max, uint64_t *out,
              struct cm_error **err);
 int jget_u32(struct jctx *c, yajl_val obj, const char *key, uint32_t *out, struct cm_error **err);
-int jget_int(struct jctx *c, yajl_val obj, const char *key, int min, int max, int *out, struct cm_error **err);
+int jget_int(struct jctx *c, yajl_val obj, const char *key, int min, int max, int *out,
+             struct cm_error **err);
 int jget_strv(struct jctx *c, yajl_val obj, const char *key, struct spec_strv *out, struct cm_error **err);
 /* A JSON object of string values (annotations, sysctl, unified). */
 int jget_kv(struct jctx *c, yajl_val obj, const char *key, struct spec_kv_list *out, struct cm_error **err);
@@ -97,7 +98,7 @@ extern const struct spec_name_value spec_seccomp_op_names[];
 extern const struct spec_name_value spec_seccomp_flag_names[];
 extern const char *const spec_seccomp_arch_names[];
 extern const char *const spec_mount_option_names[]; /* sorted, NULL-terminated */
-int spec_ns_type_from_name(const char *name); /* -1 when unknown */
+int spec_ns_type_from_name(const char *name);       /* -1 when unknown */
 const struct spec_name_value *spec_name_lookup(const struct spec_name_value *table, const char *name);
 
 #endif

@@ -190,26 +190,30 @@ static int parse_personality(struct jctx *c, yajl_val v, struct spec_personality
 }
 
 static const struct spec_name_value propagation_names[] = {
-    {"shared", MS_SHARED},           {"rshared", MS_SHARED | MS_REC},
-    {"slave", MS_SLAVE},             {"rslave", MS_SLAVE | MS_REC},
-    {"private", MS_PRIVATE},         {"rprivate", MS_PRIVATE | MS_REC},
-    {"unbindable", MS_UNBINDABLE},   {"runbindable", MS_UNBINDABLE | MS_REC},
+    {"shared", MS_SHARED},
+    {"rshared", MS_SHARED | MS_REC},
+    {"slave", MS_SLAVE},
+    {"rslave", MS_SLAVE | MS_REC},
+    {"private", MS_PRIVATE},
+    {"rprivate", MS_PRIVATE | MS_REC},
+    {"unbindable", MS_UNBINDABLE},
+    {"runbindable", MS_UNBINDABLE | MS_REC},
     {NULL, 0},
 };
 
 /* Parse an optional sub-object with its own parser, keeping the path right. */
-#define PARSE_SUB(key, getter, parser)                                                              \
-  do {                                                                                              \
-    yajl_val sub_;                                                                                  \
-    int r_ = getter(c, v, key, &sub_, err);                                                         \
-    if (r_ < 0)                                                                                     \
-      return -1;                                                                                    \
-    if (r_ == 1) {                                                                                  \
-      size_t mark_ = jpush_key(c, key);                                                             \
-      if ((parser) < 0)                                                                             \
-        return -1;                                                                                  \
-      jpop(c, mark_);                                                                               \
-    }                                                                                               \
+#define PARSE_SUB(key, getter, parser)                                                                       \
+  do {                                                                                                       \
+    yajl_val sub_;                                                                                           \
+    int r_ = getter(c, v, key, &sub_, err);                                                                  \
+    if (r_ < 0)                                                                                              \
+      return -1;                                                                                             \
+    if (r_ == 1) {                                                                                           \
+      size_t mark_ = jpush_key(c, key);                                                                      \
+      if ((parser) < 0)                                                                                      \
+        return -1;                                                                                           \
+      jpop(c, mark_);                                                                                        \
+    }                                                                                                        \
   } while (0)
 
 int spec_parse_linux(struct jctx *c, yajl_val v, struct spec_linux *l, struct cm_error **err) {

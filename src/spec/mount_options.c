@@ -69,11 +69,13 @@ static const struct mount_option {
  * the rootfs layer applies it (runc and containerd treat a listed "rro" as a promise);
  * "tmpcopyup" is dropped, so not listed either. */
 const char *const spec_mount_option_names[] = {
-    "async", "atime", "bind", "defaults", "dev", "diratime", "dirsync", "exec", "lazytime",
-    "loud", "mand", "noatime", "nodev", "nodiratime", "noexec", "nomand", "norelatime",
-    "nostrictatime", "nosuid", "nosymfollow", "private", "rbind", "relatime", "remount", "ro",
-    "rprivate", "rshared", "rslave", "runbindable", "rw", "shared", "silent", "slave",
-    "strictatime", "suid", "sync", "unbindable", NULL,
+    "async",      "atime",       "bind",     "defaults",    "dev",         "diratime",
+    "dirsync",    "exec",        "lazytime", "loud",        "mand",        "noatime",
+    "nodev",      "nodiratime",  "noexec",   "nomand",      "norelatime",  "nostrictatime",
+    "nosuid",     "nosymfollow", "private",  "rbind",       "relatime",    "remount",
+    "ro",         "rprivate",    "rshared",  "rslave",      "runbindable", "rw",
+    "shared",     "silent",      "slave",    "strictatime", "suid",        "sync",
+    "unbindable", NULL,
 };
 
 static const struct mount_option *find_option(const char *name) {
@@ -118,17 +120,10 @@ void spec_mount_decode_options(struct spec_mount *m) {
       m->flags &= ~o->flag;
       m->clear_flags |= o->flag;
       break;
-    case OPT_PROPAGATION:
-      m->propagation = o->flag;
-      break;
-    case OPT_RRO:
-      m->recursive_readonly = true;
-      break;
-    case OPT_IDMAP:
-      m->idmap = true;
-      break;
-    case OPT_IGNORE:
-      break;
+    case OPT_PROPAGATION: m->propagation = o->flag; break;
+    case OPT_RRO: m->recursive_readonly = true; break;
+    case OPT_IDMAP: m->idmap = true; break;
+    case OPT_IGNORE: break;
     }
   }
 }

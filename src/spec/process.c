@@ -37,9 +37,14 @@ static const struct spec_name_value rlimit_names[] = {
 };
 
 static const struct spec_name_value sched_policy_names[] = {
-    {"SCHED_OTHER", SCHED_OTHER}, {"SCHED_FIFO", SCHED_FIFO},   {"SCHED_RR", SCHED_RR},
-    {"SCHED_BATCH", SCHED_BATCH}, {"SCHED_ISO", SCHED_ISO},     {"SCHED_IDLE", SCHED_IDLE},
-    {"SCHED_DEADLINE", SCHED_DEADLINE}, {NULL, 0},
+    {"SCHED_OTHER", SCHED_OTHER},
+    {"SCHED_FIFO", SCHED_FIFO},
+    {"SCHED_RR", SCHED_RR},
+    {"SCHED_BATCH", SCHED_BATCH},
+    {"SCHED_ISO", SCHED_ISO},
+    {"SCHED_IDLE", SCHED_IDLE},
+    {"SCHED_DEADLINE", SCHED_DEADLINE},
+    {NULL, 0},
 };
 
 /* SCHED_FLAG_* from linux/sched.h (which clashes with glibc's sched.h). */
@@ -125,7 +130,8 @@ static int cap_set_from_names(struct jctx *c, yajl_val obj, const char *key, uin
   return 0;
 }
 
-static int parse_capabilities(struct jctx *c, yajl_val v, struct spec_capabilities *caps, struct cm_error **err) {
+static int parse_capabilities(struct jctx *c, yajl_val v, struct spec_capabilities *caps,
+                              struct cm_error **err) {
   caps->present = true;
   if (cap_set_from_names(c, v, "bounding", &caps->bounding, err) < 0 ||
       cap_set_from_names(c, v, "effective", &caps->effective, err) < 0 ||
@@ -266,8 +272,7 @@ int spec_parse_process(struct jctx *c, yajl_val v, struct spec_process *p, struc
     jpush_key(c, "args");
     return jerr(c, err, "must be a non-empty array of strings");
   }
-  if (jget_string(c, v, "commandLine", &p->command_line, err) < 0 ||
-      jget_strv(c, v, "env", &p->env, err) < 0)
+  if (jget_string(c, v, "commandLine", &p->command_line, err) < 0 || jget_strv(c, v, "env", &p->env, err) < 0)
     return -1;
 
   if (jrequire(c, v, "cwd", err) < 0 || jget_string(c, v, "cwd", &p->cwd, err) < 0)

@@ -6,24 +6,24 @@
 #include "util/cleanup.h"
 
 /* Iterate a JSON array found at obj[key], with the path pointing at each element. */
-#define FOR_EACH_ELEMENT(key, arr, i, elem, body)                                                   \
-  do {                                                                                              \
-    yajl_val arr;                                                                                   \
-    int r_ = jget_array(c, obj, key, &arr, err);                                                    \
-    if (r_ < 0)                                                                                     \
-      return -1;                                                                                    \
-    if (r_ == 1) {                                                                                  \
-      size_t mark_ = jpush_key(c, key);                                                             \
-      for (size_t i = 0; i < arr->u.array.len; i++) {                                               \
-        yajl_val elem = arr->u.array.values[i];                                                     \
-        size_t m2_ = jpush_index(c, i);                                                             \
-        if (jval_object(c, elem, err) < 0)                                                          \
-          return -1;                                                                                \
-        body;                                                                                       \
-        jpop(c, m2_);                                                                               \
-      }                                                                                             \
-      jpop(c, mark_);                                                                               \
-    }                                                                                               \
+#define FOR_EACH_ELEMENT(key, arr, i, elem, body)                                                            \
+  do {                                                                                                       \
+    yajl_val arr;                                                                                            \
+    int r_ = jget_array(c, obj, key, &arr, err);                                                             \
+    if (r_ < 0)                                                                                              \
+      return -1;                                                                                             \
+    if (r_ == 1) {                                                                                           \
+      size_t mark_ = jpush_key(c, key);                                                                      \
+      for (size_t i = 0; i < arr->u.array.len; i++) {                                                        \
+        yajl_val elem = arr->u.array.values[i];                                                              \
+        size_t m2_ = jpush_index(c, i);                                                                      \
+        if (jval_object(c, elem, err) < 0)                                                                   \
+          return -1;                                                                                         \
+        body;                                                                                                \
+        jpop(c, m2_);                                                                                        \
+      }                                                                                                      \
+      jpop(c, mark_);                                                                                        \
+    }                                                                                                        \
   } while (0)
 
 static size_t array_len(yajl_val obj, const char *key) {
@@ -95,7 +95,8 @@ static int get_opt_u64(struct jctx *c, yajl_val obj, const char *key, uint64_t m
   return r < 0 ? -1 : 0;
 }
 
-static int get_flag(struct jctx *c, yajl_val obj, const char *key, bool *has, bool *value, struct cm_error **err) {
+static int get_flag(struct jctx *c, yajl_val obj, const char *key, bool *has, bool *value,
+                    struct cm_error **err) {
   int r = jget_bool(c, obj, key, value, err);
   *has = r == 1;
   return r < 0 ? -1 : 0;
@@ -106,7 +107,8 @@ static int parse_memory(struct jctx *c, yajl_val obj, struct spec_memory *m, str
   /* -1 means "unlimited" for the limits. */
   if (get_opt_i64(c, obj, "limit", -1, &m->limit, err) < 0 ||
       get_opt_i64(c, obj, "reservation", -1, &m->reservation, err) < 0 ||
-      get_opt_i64(c, obj, "swap", -1, &m->swap, err) < 0 || get_opt_i64(c, obj, "kernel", -1, &m->kernel, err) < 0 ||
+      get_opt_i64(c, obj, "swap", -1, &m->swap, err) < 0 ||
+      get_opt_i64(c, obj, "kernel", -1, &m->kernel, err) < 0 ||
       get_opt_i64(c, obj, "kernelTCP", -1, &m->kernel_tcp, err) < 0 ||
       get_opt_u64(c, obj, "swappiness", UINT64_MAX, &m->swappiness, err) < 0 ||
       get_flag(c, obj, "disableOOMKiller", &m->has_disable_oom_killer, &m->disable_oom_killer, err) < 0 ||
@@ -137,7 +139,8 @@ static int parse_cpu(struct jctx *c, yajl_val obj, struct spec_cpu *cpu, struct 
   return 0;
 }
 
-static int get_u16(struct jctx *c, yajl_val obj, const char *key, bool *has, uint16_t *out, struct cm_error **err) {
+static int get_u16(struct jctx *c, yajl_val obj, const char *key, bool *has, uint16_t *out,
+                   struct cm_error **err) {
   uint64_t n = 0;
   int r = jget_u64(c, obj, key, UINT16_MAX, &n, err);
   if (r < 0)
@@ -147,7 +150,8 @@ static int get_u16(struct jctx *c, yajl_val obj, const char *key, bool *has, uin
   return 0;
 }
 
-static int get_major_minor(struct jctx *c, yajl_val obj, int64_t *major, int64_t *minor, struct cm_error **err) {
+static int get_major_minor(struct jctx *c, yajl_val obj, int64_t *major, int64_t *minor,
+                           struct cm_error **err) {
   if (jrequire(c, obj, "major", err) < 0 || jget_i64(c, obj, "major", 0, INT64_MAX, major, err) < 0 ||
       jrequire(c, obj, "minor", err) < 0 || jget_i64(c, obj, "minor", 0, INT64_MAX, minor, err) < 0)
     return -1;
@@ -185,10 +189,14 @@ static int parse_block_io(struct jctx *c, yajl_val obj, struct spec_blockio *b, 
         get_u16(c, elem, "leafWeight", &w->has_leaf_weight, &w->leaf_weight, err) < 0)
       return -1;
   });
-  if (parse_throttle(c, obj, "throttleReadBpsDevice", &b->throttle_read_bps, &b->n_throttle_read_bps, err) < 0 ||
-      parse_throttle(c, obj, "throttleWriteBpsDevice", &b->throttle_write_bps, &b->n_throttle_write_bps, err) < 0 ||
-      parse_throttle(c, obj, "throttleReadIOPSDevice", &b->throttle_read_iops, &b->n_throttle_read_iops, err) < 0 ||
-      parse_throttle(c, obj, "throttleWriteIOPSDevice", &b->throttle_write_iops, &b->n_throttle_write_iops, err) < 0)
+  if (parse_throttle(c, obj, "throttleReadBpsDevice", &b->throttle_read_bps, &b->n_throttle_read_bps, err) <
+          0 ||
+      parse_throttle(c, obj, "throttleWriteBpsDevice", &b->throttle_write_bps, &b->n_throttle_write_bps,
+                     err) < 0 ||
+      parse_throttle(c, obj, "throttleReadIOPSDevice", &b->throttle_read_iops, &b->n_throttle_read_iops,
+                     err) < 0 ||
+      parse_throttle(c, obj, "throttleWriteIOPSDevice", &b->throttle_write_iops, &b->n_throttle_write_iops,
+                     err) < 0)
     return -1;
   return 0;
 }
@@ -245,18 +253,18 @@ static int check_unified(struct jctx *c, const struct spec_kv_list *u, struct cm
   return 0;
 }
 
-#define PARSE_OBJ(key, parser)                                                                      \
-  do {                                                                                              \
-    yajl_val sub_;                                                                                  \
-    int r_ = jget_object(c, obj, key, &sub_, err);                                                  \
-    if (r_ < 0)                                                                                     \
-      return -1;                                                                                    \
-    if (r_ == 1) {                                                                                  \
-      size_t mark_ = jpush_key(c, key);                                                             \
-      if ((parser) < 0)                                                                             \
-        return -1;                                                                                  \
-      jpop(c, mark_);                                                                               \
-    }                                                                                               \
+#define PARSE_OBJ(key, parser)                                                                               \
+  do {                                                                                                       \
+    yajl_val sub_;                                                                                           \
+    int r_ = jget_object(c, obj, key, &sub_, err);                                                           \
+    if (r_ < 0)                                                                                              \
+      return -1;                                                                                             \
+    if (r_ == 1) {                                                                                           \
+      size_t mark_ = jpush_key(c, key);                                                                      \
+      if ((parser) < 0)                                                                                      \
+        return -1;                                                                                           \
+      jpop(c, mark_);                                                                                        \
+    }                                                                                                        \
   } while (0)
 
 int spec_parse_resources(struct jctx *c, yajl_val obj, struct spec_resources *r, struct cm_error **err) {

@@ -41,12 +41,12 @@ const struct spec_name_value spec_seccomp_flag_names[] = {
 
 /* The architectures the runtime-spec names. */
 const char *const spec_seccomp_arch_names[] = {
-    "SCMP_ARCH_X86",       "SCMP_ARCH_X86_64",    "SCMP_ARCH_X32",      "SCMP_ARCH_ARM",
-    "SCMP_ARCH_AARCH64",   "SCMP_ARCH_MIPS",      "SCMP_ARCH_MIPS64",   "SCMP_ARCH_MIPS64N32",
-    "SCMP_ARCH_MIPSEL",    "SCMP_ARCH_MIPSEL64",  "SCMP_ARCH_MIPSEL64N32", "SCMP_ARCH_PPC",
-    "SCMP_ARCH_PPC64",     "SCMP_ARCH_PPC64LE",   "SCMP_ARCH_S390",     "SCMP_ARCH_S390X",
-    "SCMP_ARCH_PARISC",    "SCMP_ARCH_PARISC64",  "SCMP_ARCH_RISCV64",  "SCMP_ARCH_LOONGARCH64",
-    "SCMP_ARCH_M68K",      "SCMP_ARCH_SH",        "SCMP_ARCH_SHEB",     NULL,
+    "SCMP_ARCH_X86",     "SCMP_ARCH_X86_64",   "SCMP_ARCH_X32",         "SCMP_ARCH_ARM",
+    "SCMP_ARCH_AARCH64", "SCMP_ARCH_MIPS",     "SCMP_ARCH_MIPS64",      "SCMP_ARCH_MIPS64N32",
+    "SCMP_ARCH_MIPSEL",  "SCMP_ARCH_MIPSEL64", "SCMP_ARCH_MIPSEL64N32", "SCMP_ARCH_PPC",
+    "SCMP_ARCH_PPC64",   "SCMP_ARCH_PPC64LE",  "SCMP_ARCH_S390",        "SCMP_ARCH_S390X",
+    "SCMP_ARCH_PARISC",  "SCMP_ARCH_PARISC64", "SCMP_ARCH_RISCV64",     "SCMP_ARCH_LOONGARCH64",
+    "SCMP_ARCH_M68K",    "SCMP_ARCH_SH",       "SCMP_ARCH_SHEB",        NULL,
 };
 
 static int parse_action(struct jctx *c, yajl_val obj, const char *key, enum spec_seccomp_action *out,
@@ -172,7 +172,8 @@ int spec_parse_seccomp(struct jctx *c, yajl_val v, struct spec_seccomp *s, struc
       s->n_syscalls = i + 1;
       if (parse_syscall(c, syscalls->u.array.values[i], &s->syscalls[i], err) < 0)
         return -1;
-      if (s->syscalls[i].action == SPEC_SECCOMP_NOTIFY && (s->listener_path == NULL || s->listener_path[0] == '\0')) {
+      if (s->syscalls[i].action == SPEC_SECCOMP_NOTIFY &&
+          (s->listener_path == NULL || s->listener_path[0] == '\0')) {
         jpush_key(c, "action");
         return jerr(c, err, "SCMP_ACT_NOTIFY requires .linux.seccomp.listenerPath");
       }

@@ -4,15 +4,17 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first. */
+#include <cmocka.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yajl/yajl_tree.h>
-#include <cmocka.h>
 
 #include "spec/spec.h"
 
@@ -176,8 +178,10 @@ static void test_load_file_missing(void **state) {
 
 static void test_load_file_invalid(void **state) {
   struct tmpdir *t = *state;
-  char *path = write_file(t, "bad.json", "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"user\":{\"uid\":0,\"gid\":0},"
-                                         "\"args\":[\"sh\"],\"cwd\":\"/\"},\"mounts\":[{\"destination\":\"/a\"},{\"destination\":\"x\"}]}");
+  char *path = write_file(
+      t, "bad.json",
+      "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"user\":{\"uid\":0,\"gid\":0},"
+      "\"args\":[\"sh\"],\"cwd\":\"/\"},\"mounts\":[{\"destination\":\"/a\"},{\"destination\":\"x\"}]}");
   struct cm_error *err = NULL;
   assert_null(spec_load_file(path, "config.json", &err));
   assert_string_equal(err->msg, "config.json: .mounts[1].destination: must be an absolute path");
@@ -188,10 +192,11 @@ static void test_load_file_invalid(void **state) {
 
 static void test_process_file(void **state) {
   struct tmpdir *t = *state;
-  char *path = write_file(t, "process.json",
-                          "{\"terminal\":false,\"user\":{\"uid\":1,\"gid\":2,\"additionalGids\":[3]},\"args\":[\"ls\",\"-l\"],"
-                          "\"env\":[\"PATH=/bin\"],\"cwd\":\"/tmp\",\"capabilities\":{\"bounding\":[\"CAP_KILL\"]},"
-                          "\"rlimits\":[{\"type\":\"RLIMIT_NPROC\",\"soft\":5,\"hard\":6}],\"noNewPrivileges\":true}");
+  char *path = write_file(
+      t, "process.json",
+      "{\"terminal\":false,\"user\":{\"uid\":1,\"gid\":2,\"additionalGids\":[3]},\"args\":[\"ls\",\"-l\"],"
+      "\"env\":[\"PATH=/bin\"],\"cwd\":\"/tmp\",\"capabilities\":{\"bounding\":[\"CAP_KILL\"]},"
+      "\"rlimits\":[{\"type\":\"RLIMIT_NPROC\",\"soft\":5,\"hard\":6}],\"noNewPrivileges\":true}");
   struct cm_error *err = NULL;
   struct spec_process *p = spec_process_load_file(path, &err);
   if (p == NULL)
@@ -213,10 +218,13 @@ static void test_process_file_errors(void **state) {
   static const struct {
     const char *json, *expect;
   } cases[] = {
-      {"{\"user\":{\"uid\":0,\"gid\":0},\"args\":[],\"cwd\":\"/\"}", "process.json: .args: must be a non-empty array of strings"},
-      {"{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"tmp\"}", "process.json: .cwd: must be an absolute path"},
+      {"{\"user\":{\"uid\":0,\"gid\":0},\"args\":[],\"cwd\":\"/\"}",
+       "process.json: .args: must be a non-empty array of strings"},
+      {"{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"tmp\"}",
+       "process.json: .cwd: must be an absolute path"},
       {"{\"args\":[\"sh\"],\"cwd\":\"/\"}", "process.json: .user: missing"},
-      {"{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"/\",\"capabilities\":{\"ambient\":[\"CAP_NOPE\"]}}",
+      {"{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"/"
+       "\",\"capabilities\":{\"ambient\":[\"CAP_NOPE\"]}}",
        "process.json: .capabilities.ambient[0]: unknown capability \"CAP_NOPE\""},
       {"[1]", "process.json: .: must be an object"},
       {"{", "process.json: invalid JSON: parse error: premature EOF"},
@@ -235,8 +243,9 @@ static void test_process_file_errors(void **state) {
 }
 
 static void test_resources_update(void **state) {
-  const char ok[] = "{\"memory\":{\"limit\":1048576},\"pids\":{\"limit\":-1},\"cpu\":{\"quota\":50000,\"period\":100000},"
-                    "\"unified\":{\"memory.high\":\"2M\"}}";
+  const char ok[] =
+      "{\"memory\":{\"limit\":1048576},\"pids\":{\"limit\":-1},\"cpu\":{\"quota\":50000,\"period\":100000},"
+      "\"unified\":{\"memory.high\":\"2M\"}}";
   struct spec_resources r;
   struct cm_error *err = NULL;
   assert_int_equal(spec_resources_load_string(ok, strlen(ok), "resources", &r, &err), 0);
@@ -257,12 +266,13 @@ static void test_resources_update(void **state) {
 
 /* Later options override earlier ones; data keeps the order written. */
 static void test_mount_option_order(void **state) {
-  const char doc[] = "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"user\":{\"uid\":0,\"gid\":0},"
-                     "\"args\":[\"sh\"],\"cwd\":\"/\"},\"mounts\":["
-                     "{\"destination\":\"/a\",\"options\":[\"rw\",\"ro\",\"size=1\",\"nr_inodes=2\"]},"
-                     "{\"destination\":\"/b\",\"options\":[\"ro\",\"rw\",\"private\",\"rshared\"]},"
-                     "{\"destination\":\"/\",\"options\":[\"ridmap\"]},"
-                     "{\"destination\":\"/c/.\"}]}";
+  const char doc[] =
+      "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"user\":{\"uid\":0,\"gid\":0},"
+      "\"args\":[\"sh\"],\"cwd\":\"/\"},\"mounts\":["
+      "{\"destination\":\"/a\",\"options\":[\"rw\",\"ro\",\"size=1\",\"nr_inodes=2\"]},"
+      "{\"destination\":\"/b\",\"options\":[\"ro\",\"rw\",\"private\",\"rshared\"]},"
+      "{\"destination\":\"/\",\"options\":[\"ridmap\"]},"
+      "{\"destination\":\"/c/.\"}]}";
   struct cm_error *err = NULL;
   struct spec *s = spec_load_string(doc, strlen(doc), "config.json", &err);
   assert_non_null(s);

@@ -3,15 +3,17 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first. */
+#include <cmocka.h>
+
+#include <linux/capability.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/resource.h>
-#include <linux/capability.h>
-#include <sched.h>
-#include <cmocka.h>
 
 #include "spec/spec.h"
 
@@ -53,8 +55,10 @@ static void test_minimal(void **state) {
 
 /* `runc spec` output on this machine (runc 1.1.5), verbatim. */
 static const char runc_default_json[] =
-    "{\n\t\"ociVersion\": \"1.0.2-dev\",\n\t\"process\": {\n\t\t\"terminal\": true,\n\t\t\"user\": {\"uid\": 0, \"gid\": 0},"
-    "\"args\": [\"sh\"],\"env\": [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\",\"TERM=xterm\"],"
+    "{\n\t\"ociVersion\": \"1.0.2-dev\",\n\t\"process\": {\n\t\t\"terminal\": true,\n\t\t\"user\": {\"uid\": "
+    "0, \"gid\": 0},"
+    "\"args\": [\"sh\"],\"env\": "
+    "[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\",\"TERM=xterm\"],"
     "\"cwd\": \"/\",\"capabilities\": {"
     "\"bounding\": [\"CAP_AUDIT_WRITE\",\"CAP_KILL\",\"CAP_NET_BIND_SERVICE\"],"
     "\"effective\": [\"CAP_AUDIT_WRITE\",\"CAP_KILL\",\"CAP_NET_BIND_SERVICE\"],"
@@ -64,15 +68,24 @@ static const char runc_default_json[] =
     "\"root\": {\"path\": \"rootfs\",\"readonly\": true},\"hostname\": \"runc\","
     "\"mounts\": ["
     "{\"destination\": \"/proc\",\"type\": \"proc\",\"source\": \"proc\"},"
-    "{\"destination\": \"/dev\",\"type\": \"tmpfs\",\"source\": \"tmpfs\",\"options\": [\"nosuid\",\"strictatime\",\"mode=755\",\"size=65536k\"]},"
-    "{\"destination\": \"/dev/pts\",\"type\": \"devpts\",\"source\": \"devpts\",\"options\": [\"nosuid\",\"noexec\",\"newinstance\",\"ptmxmode=0666\",\"mode=0620\",\"gid=5\"]},"
-    "{\"destination\": \"/dev/shm\",\"type\": \"tmpfs\",\"source\": \"shm\",\"options\": [\"nosuid\",\"noexec\",\"nodev\",\"mode=1777\",\"size=65536k\"]},"
-    "{\"destination\": \"/dev/mqueue\",\"type\": \"mqueue\",\"source\": \"mqueue\",\"options\": [\"nosuid\",\"noexec\",\"nodev\"]},"
-    "{\"destination\": \"/sys\",\"type\": \"sysfs\",\"source\": \"sysfs\",\"options\": [\"nosuid\",\"noexec\",\"nodev\",\"ro\"]},"
-    "{\"destination\": \"/sys/fs/cgroup\",\"type\": \"cgroup\",\"source\": \"cgroup\",\"options\": [\"nosuid\",\"noexec\",\"nodev\",\"relatime\",\"ro\"]}],"
+    "{\"destination\": \"/dev\",\"type\": \"tmpfs\",\"source\": \"tmpfs\",\"options\": "
+    "[\"nosuid\",\"strictatime\",\"mode=755\",\"size=65536k\"]},"
+    "{\"destination\": \"/dev/pts\",\"type\": \"devpts\",\"source\": \"devpts\",\"options\": "
+    "[\"nosuid\",\"noexec\",\"newinstance\",\"ptmxmode=0666\",\"mode=0620\",\"gid=5\"]},"
+    "{\"destination\": \"/dev/shm\",\"type\": \"tmpfs\",\"source\": \"shm\",\"options\": "
+    "[\"nosuid\",\"noexec\",\"nodev\",\"mode=1777\",\"size=65536k\"]},"
+    "{\"destination\": \"/dev/mqueue\",\"type\": \"mqueue\",\"source\": \"mqueue\",\"options\": "
+    "[\"nosuid\",\"noexec\",\"nodev\"]},"
+    "{\"destination\": \"/sys\",\"type\": \"sysfs\",\"source\": \"sysfs\",\"options\": "
+    "[\"nosuid\",\"noexec\",\"nodev\",\"ro\"]},"
+    "{\"destination\": \"/sys/fs/cgroup\",\"type\": \"cgroup\",\"source\": \"cgroup\",\"options\": "
+    "[\"nosuid\",\"noexec\",\"nodev\",\"relatime\",\"ro\"]}],"
     "\"linux\": {\"resources\": {\"devices\": [{\"allow\": false,\"access\": \"rwm\"}]},"
-    "\"namespaces\": [{\"type\": \"pid\"},{\"type\": \"network\"},{\"type\": \"ipc\"},{\"type\": \"uts\"},{\"type\": \"mount\"}],"
-    "\"maskedPaths\": [\"/proc/acpi\",\"/proc/asound\",\"/proc/kcore\",\"/proc/keys\",\"/proc/latency_stats\",\"/proc/timer_list\","
+    "\"namespaces\": [{\"type\": \"pid\"},{\"type\": \"network\"},{\"type\": \"ipc\"},{\"type\": "
+    "\"uts\"},{\"type\": \"mount\"}],"
+    "\"maskedPaths\": "
+    "[\"/proc/acpi\",\"/proc/asound\",\"/proc/kcore\",\"/proc/keys\",\"/proc/latency_stats\",\"/proc/"
+    "timer_list\","
     "\"/proc/timer_stats\",\"/proc/sched_debug\",\"/sys/firmware\",\"/proc/scsi\"],"
     "\"readonlyPaths\": [\"/proc/bus\",\"/proc/fs\",\"/proc/irq\",\"/proc/sys\",\"/proc/sysrq-trigger\"]}}";
 
@@ -137,7 +150,9 @@ static const char full_json[] =
     "\"process\":{"
     "  \"terminal\":true,\"consoleSize\":{\"height\":24,\"width\":80},"
     "  \"user\":{\"uid\":1000,\"gid\":1001,\"umask\":18,\"additionalGids\":[5,6,7],\"username\":\"me\"},"
-    "  \"args\":[\"/bin/app\",\"--flag\"],\"commandLine\":\"ignored\",\"env\":[\"A=1\",\"B=2\"],\"cwd\":\"/work\","
+    "  "
+    "\"args\":[\"/bin/app\",\"--flag\"],\"commandLine\":\"ignored\",\"env\":[\"A=1\",\"B=2\"],\"cwd\":\"/"
+    "work\","
     "  \"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_SYS_ADMIN\"],\"effective\":[\"CAP_CHOWN\"],"
     "    \"inheritable\":[\"CAP_KILL\"],\"permitted\":[\"CAP_CHOWN\",\"CAP_BPF\"],\"ambient\":[]},"
     "  \"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":10,\"hard\":20},"
@@ -145,15 +160,23 @@ static const char full_json[] =
     "  \"noNewPrivileges\":true,\"oomScoreAdj\":-1000,\"apparmorProfile\":\"prof\",\"selinuxLabel\":\"lbl\","
     "  \"ioPriority\":{\"class\":\"IOPRIO_CLASS_BE\",\"priority\":7},"
     "  \"scheduler\":{\"policy\":\"SCHED_DEADLINE\",\"nice\":-5,\"priority\":3,"
-    "    \"flags\":[\"SCHED_FLAG_RESET_ON_FORK\",\"SCHED_FLAG_RECLAIM\"],\"runtime\":100,\"deadline\":200,\"period\":300}"
+    "    "
+    "\"flags\":[\"SCHED_FLAG_RESET_ON_FORK\",\"SCHED_FLAG_RECLAIM\"],\"runtime\":100,\"deadline\":200,"
+    "\"period\":300}"
     "},"
     "\"mounts\":["
     "  {\"destination\":\"//data/./x//\",\"type\":\"none\",\"source\":\"/src\","
-    "   \"options\":[\"rbind\",\"ro\",\"rw\",\"nosuid\",\"suid\",\"rprivate\",\"rro\",\"idmap\",\"nosymfollow\",\"tmpcopyup\",\"x=y\"],"
+    "   "
+    "\"options\":[\"rbind\",\"ro\",\"rw\",\"nosuid\",\"suid\",\"rprivate\",\"rro\",\"idmap\",\"nosymfollow\","
+    "\"tmpcopyup\",\"x=y\"],"
     "   \"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":10}],"
     "   \"gidMappings\":[{\"containerID\":0,\"hostID\":2000,\"size\":10}]},"
-    "  {\"destination\":\"/m\",\"options\":[\"bind\",\"shared\",\"lazytime\",\"silent\",\"loud\",\"dirsync\",\"sync\",\"async\","
-    "    \"mand\",\"nomand\",\"noatime\",\"atime\",\"nodiratime\",\"diratime\",\"relatime\",\"norelatime\",\"strictatime\","
+    "  "
+    "{\"destination\":\"/"
+    "m\",\"options\":[\"bind\",\"shared\",\"lazytime\",\"silent\",\"loud\",\"dirsync\",\"sync\",\"async\","
+    "    "
+    "\"mand\",\"nomand\",\"noatime\",\"atime\",\"nodiratime\",\"diratime\",\"relatime\",\"norelatime\","
+    "\"strictatime\","
     "    \"nostrictatime\",\"remount\",\"nodev\",\"dev\",\"noexec\",\"exec\",\"defaults\",\"\"]}"
     "],"
     "\"hooks\":{"
@@ -165,25 +188,44 @@ static const char full_json[] =
     "},"
     "\"annotations\":{\"a\":\"1\",\"b.c/d\":\"2\"},"
     "\"linux\":{"
-    "  \"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\",\"path\":\"/proc/1/ns/net\"},{\"type\":\"mount\"},"
-    "    {\"type\":\"ipc\"},{\"type\":\"uts\"},{\"type\":\"user\"},{\"type\":\"cgroup\"},{\"type\":\"time\"}],"
-    "  \"uidMappings\":[{\"containerID\":0,\"hostID\":100000,\"size\":1000},{\"containerID\":1000,\"hostID\":1000,\"size\":1}],"
+    "  "
+    "\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\",\"path\":\"/proc/1/ns/"
+    "net\"},{\"type\":\"mount\"},"
+    "    "
+    "{\"type\":\"ipc\"},{\"type\":\"uts\"},{\"type\":\"user\"},{\"type\":\"cgroup\"},{\"type\":\"time\"}],"
+    "  "
+    "\"uidMappings\":[{\"containerID\":0,\"hostID\":100000,\"size\":1000},{\"containerID\":1000,\"hostID\":"
+    "1000,\"size\":1}],"
     "  \"gidMappings\":[{\"containerID\":0,\"hostID\":100000,\"size\":65536}],"
     "  \"timeOffsets\":{\"monotonic\":{\"secs\":-10,\"nanosecs\":5},\"boottime\":{\"secs\":86400}},"
-    "  \"devices\":[{\"path\":\"/dev/fuse\",\"type\":\"c\",\"major\":10,\"minor\":229,\"fileMode\":438,\"uid\":0,\"gid\":0},"
+    "  "
+    "\"devices\":[{\"path\":\"/dev/"
+    "fuse\",\"type\":\"c\",\"major\":10,\"minor\":229,\"fileMode\":438,\"uid\":0,\"gid\":0},"
     "    {\"path\":\"/dev/fifo\",\"type\":\"p\"}],"
     "  \"cgroupsPath\":\"/codemode/test\","
     "  \"resources\":{"
-    "    \"devices\":[{\"allow\":false,\"access\":\"rwm\"},{\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":3,\"access\":\"mwr\"},"
+    "    "
+    "\"devices\":[{\"allow\":false,\"access\":\"rwm\"},{\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":"
+    "3,\"access\":\"mwr\"},"
     "      {\"allow\":true,\"type\":\"b\",\"major\":8}],"
-    "    \"memory\":{\"limit\":-1,\"reservation\":1048576,\"swap\":2097152,\"kernel\":1,\"kernelTCP\":2,\"swappiness\":60,"
+    "    "
+    "\"memory\":{\"limit\":-1,\"reservation\":1048576,\"swap\":2097152,\"kernel\":1,\"kernelTCP\":2,"
+    "\"swappiness\":60,"
     "      \"disableOOMKiller\":true,\"useHierarchy\":false,\"checkBeforeUpdate\":true},"
-    "    \"cpu\":{\"shares\":1024,\"quota\":-1,\"burst\":5,\"period\":100000,\"realtimeRuntime\":950000,\"realtimePeriod\":1000000,"
+    "    "
+    "\"cpu\":{\"shares\":1024,\"quota\":-1,\"burst\":5,\"period\":100000,\"realtimeRuntime\":950000,"
+    "\"realtimePeriod\":1000000,"
     "      \"cpus\":\"0-1\",\"mems\":\"0\",\"idle\":1},"
     "    \"pids\":{\"limit\":100},"
-    "    \"blockIO\":{\"weight\":500,\"leafWeight\":300,\"weightDevice\":[{\"major\":8,\"minor\":0,\"weight\":100}],"
-    "      \"throttleReadBpsDevice\":[{\"major\":8,\"minor\":0,\"rate\":1000}],\"throttleWriteBpsDevice\":[{\"major\":8,\"minor\":1,\"rate\":2000}],"
-    "      \"throttleReadIOPSDevice\":[{\"major\":8,\"minor\":2,\"rate\":30}],\"throttleWriteIOPSDevice\":[{\"major\":8,\"minor\":3,\"rate\":40}]},"
+    "    "
+    "\"blockIO\":{\"weight\":500,\"leafWeight\":300,\"weightDevice\":[{\"major\":8,\"minor\":0,\"weight\":"
+    "100}],"
+    "      "
+    "\"throttleReadBpsDevice\":[{\"major\":8,\"minor\":0,\"rate\":1000}],\"throttleWriteBpsDevice\":[{"
+    "\"major\":8,\"minor\":1,\"rate\":2000}],"
+    "      "
+    "\"throttleReadIOPSDevice\":[{\"major\":8,\"minor\":2,\"rate\":30}],\"throttleWriteIOPSDevice\":[{"
+    "\"major\":8,\"minor\":3,\"rate\":40}]},"
     "    \"hugepageLimits\":[{\"pageSize\":\"2MB\",\"limit\":4194304}],"
     "    \"network\":{\"classID\":1048577,\"priorities\":[{\"name\":\"eth0\",\"priority\":5}]},"
     "    \"rdma\":{\"mlx5_1\":{\"hcaHandles\":3,\"hcaObjects\":10000}},"
@@ -194,9 +236,13 @@ static const char full_json[] =
     "    \"architectures\":[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\"],\"flags\":[\"SECCOMP_FILTER_FLAG_LOG\"],"
     "    \"listenerPath\":\"/run/listener.sock\",\"listenerMetadata\":\"meta\","
     "    \"syscalls\":[{\"names\":[\"read\",\"write\"],\"action\":\"SCMP_ACT_ALLOW\"},"
-    "      {\"names\":[\"personality\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":8,\"op\":\"SCMP_CMP_EQ\"},"
+    "      "
+    "{\"names\":[\"personality\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":8,\"op\":"
+    "\"SCMP_CMP_EQ\"},"
     "        {\"index\":5,\"value\":255,\"valueTwo\":4,\"op\":\"SCMP_CMP_MASKED_EQ\"}]},"
-    "      {\"names\":[\"mkdir\"],\"action\":\"SCMP_ACT_NOTIFY\"},{\"names\":[\"chmod\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1}]},"
+    "      "
+    "{\"names\":[\"mkdir\"],\"action\":\"SCMP_ACT_NOTIFY\"},{\"names\":[\"chmod\"],\"action\":\"SCMP_ACT_"
+    "ERRNO\",\"errnoRet\":1}]},"
     "  \"sysctl\":{\"net.ipv4.ip_forward\":\"1\",\"kernel.shmmax\":\"4096\"},"
     "  \"maskedPaths\":[\"/proc/kcore\"],\"readonlyPaths\":[\"/proc/sys\"],\"mountLabel\":\"ml\","
     "  \"personality\":{\"domain\":\"LINUX32\",\"flags\":[\"x\"]},"
@@ -269,8 +315,8 @@ static void test_full_mounts_hooks(void **state) {
   assert_null(m->source);
   assert_null(m->data);
   assert_int_equal(m->flags, MS_BIND | MS_LAZYTIME | MS_DIRSYNC | MS_REMOUNT);
-  assert_int_equal(m->clear_flags, MS_SILENT | MS_SYNCHRONOUS | MS_MANDLOCK | MS_NOATIME | MS_NODIRATIME | MS_RELATIME |
-                                       MS_STRICTATIME | MS_NODEV | MS_NOEXEC);
+  assert_int_equal(m->clear_flags, MS_SILENT | MS_SYNCHRONOUS | MS_MANDLOCK | MS_NOATIME | MS_NODIRATIME |
+                                       MS_RELATIME | MS_STRICTATIME | MS_NODEV | MS_NOEXEC);
   assert_int_equal(m->propagation, MS_SHARED);
   assert_false(m->recursive_readonly);
   assert_false(m->idmap);
@@ -414,8 +460,10 @@ static void test_full_seccomp(void **state) {
 static void test_nulls_and_duplicates(void **state) {
   static const char json[] =
       "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"a\"},\"root\":{\"path\":\"b\"},\"hostname\":null,"
-      "\"mounts\":null,\"linux\":{\"namespaces\":null,\"seccomp\":null,\"resources\":{\"memory\":{\"limit\":null}}},"
-      "\"process\":{\"user\":{\"uid\":0,\"gid\":0,\"umask\":null},\"args\":[\"sh\"],\"cwd\":\"/\",\"env\":null,"
+      "\"mounts\":null,\"linux\":{\"namespaces\":null,\"seccomp\":null,\"resources\":{\"memory\":{\"limit\":"
+      "null}}},"
+      "\"process\":{\"user\":{\"uid\":0,\"gid\":0,\"umask\":null},\"args\":[\"sh\"],\"cwd\":\"/"
+      "\",\"env\":null,"
       "\"capabilities\":null,\"oomScoreAdj\":null},\"annotations\":{\"k\":\"1\",\"k\":\"2\"}}";
   struct spec *s = load_ok(json);
   assert_string_equal(s->root_path, "b");
@@ -435,16 +483,23 @@ static void test_rootfs_propagation_values(void **state) {
     const char *name;
     unsigned long flags;
   } cases[] = {
-      {"shared", MS_SHARED},     {"rshared", MS_SHARED | MS_REC},     {"slave", MS_SLAVE},
-      {"rslave", MS_SLAVE | MS_REC}, {"private", MS_PRIVATE},         {"rprivate", MS_PRIVATE | MS_REC},
-      {"unbindable", MS_UNBINDABLE}, {"runbindable", MS_UNBINDABLE | MS_REC}, {"", 0},
+      {"shared", MS_SHARED},
+      {"rshared", MS_SHARED | MS_REC},
+      {"slave", MS_SLAVE},
+      {"rslave", MS_SLAVE | MS_REC},
+      {"private", MS_PRIVATE},
+      {"rprivate", MS_PRIVATE | MS_REC},
+      {"unbindable", MS_UNBINDABLE},
+      {"runbindable", MS_UNBINDABLE | MS_REC},
+      {"", 0},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char json[512];
-    snprintf(json, sizeof(json),
-             "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"user\":{\"uid\":0,\"gid\":0},"
-             "\"args\":[\"sh\"],\"cwd\":\"/\"},\"linux\":{\"rootfsPropagation\":\"%s\"}}",
-             cases[i].name);
+    snprintf(
+        json, sizeof(json),
+        "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"user\":{\"uid\":0,\"gid\":0},"
+        "\"args\":[\"sh\"],\"cwd\":\"/\"},\"linux\":{\"rootfsPropagation\":\"%s\"}}",
+        cases[i].name);
     struct spec *s = load_ok(json);
     assert_int_equal(s->linux_.rootfs_propagation_flags, cases[i].flags);
     spec_free(s);
