@@ -1,0 +1,175 @@
+#!/usr/bin/env bats
+# The command line itself: --version, --help, features, error format, global options.
+
+load ../lib/helpers
+
+@test "--version prints the version and the spec version" {
+  run cm --version
+  [ "$status" -eq 0 ]
+  [[ "${lines[0]}" =~ ^codemode\ version\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+  [ "${lines[1]}" = "spec: 1.2.0" ]
+}
+
+@test "-v is the same as --version" {
+  run cm --version
+  local long=$output
+  run cm -v
+  [ "$status" -eq 0 ]
+  [ "$output" = "$long" ]
+}
+
+@test "--version works without --root" {
+  run "$CODEMODE" --version
+  [ "$status" -eq 0 ]
+  [[ "${lines[0]}" =~ ^codemode\ version ]]
+}
+
+@test "every command has --help" {
+  local c
+  for c in create start run state kill delete list spec features; do
+    run "$CODEMODE" "$c" --help
+    echo "command $c: status $status: $output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"$c"* ]]
+  done
+}
+
+@test "--help lists the commands" {
+  run "$CODEMODE" --help
+  [ "$status" -eq 0 ]
+  local c
+  for c in create start run state kill delete list spec features; do
+    [[ "$output" == *"$c"* ]]
+  done
+}
+
+@test "an unknown command is an error" {
+  run --separate-stderr cm no-such-command
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == codemode:* ]]
+}
+
+@test "an unknown global option is an error" {
+  run --separate-stderr "$CODEMODE" --no-such-option list
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == codemode:* ]]
+}
+
+@test "no command is an error" {
+  run --separate-stderr "$CODEMODE"
+  [ "$status" -ne 0 ]
+}
+
+@test "errors go to stderr as 'codemode: <message>' with exit 1" {
+  run --separate-stderr cm state nosuch
+  [ "$status" -eq 1 ]
+  [ -z "$output" ]
+  [ "$stderr" = 'codemode: container "nosuch" does not exist' ]
+}
+
+@test "every command that takes an id reports a missing container the same way" {
+  local c
+  for c in start state kill delete; do
+    run --separate-stderr cm "$c" nosuch
+    echo "command $c: $status: $stderr"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == *'container "nosuch" does not exist'* ]]
+  done
+}
+
+@test "a command missing its id is an error" {
+  local c
+  for c in create start state kill delete; do
+    run --separate-stderr cm "$c"
+    echo "command $c: $status: $stderr"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == codemode:* ]]
+  done
+}
+
+@test "features prints the OCI features document" {
+  run --separate-stderr cm features
+  [ "$status" -eq 0 ]
+  echo "$output" | jq -e '.ociVersionMin and .ociVersionMax'
+  [ "$(echo "$output" | jq -r .ociVersionMax)" = "1.2.0" ]
+  echo "$output" | jq -e '.linux.namespaces | index("pid") and index("user") and index("network")'
+  echo "$output" | jq -e '.hooks | index("prestart") and index("poststop")'
+  echo "$output" | jq -e '.mountOptions | index("ro") and index("bind")'
+}
+
+@test "features lists rro only if the kernel has mount_setattr" {
+  run cm features
+  [ "$status" -eq 0 ]
+  if echo "$output" | jq -e '.mountOptions | index("rro")' >/dev/null; then
+    # rro needs mount_setattr (5.12+); this kernel has it, so listing it is honest here.
+    uname -r | awk -F. '{ exit !($1 > 5 || ($1 == 5 && $2 >= 12)) }'
+  fi
+}
+
+@test "--log FILE --log-format json writes {level,msg,time} lines on an error" {
+  local log=$TEST_DIR/log.json
+  run --separate-stderr cm --log "$log" --log-format json state nosuch
+  [ "$status" -eq 1 ]
+  [ -s "$log" ]
+  # Every line is one JSON object with level, msg and time.
+  jq -e -s 'all(.[]; has("level") and has("msg") and has("time"))' "$log"
+  # The last error line is what containerd-shim-runc-v2 shows the user.
+  run jq -r -s '[.[] | select(.level == "error")] | last | .msg' "$log"
+  [[ "$output" == *'container "nosuch" does not exist'* ]]
+}
+
+@test "--log-format text writes plain lines" {
+  local log=$TEST_DIR/log.txt
+  run cm --log "$log" --log-format text state nosuch
+  [ "$status" -eq 1 ]
+  grep -q 'does not exist' "$log"
+  ! jq -e . "$log" >/dev/null 2>&1
+}
+
+@test "--log-format with a bad value is an error" {
+  run --separate-stderr cm --log-format yaml list
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == codemode:* ]]
+}
+
+@test "--debug is accepted and says more in the log" {
+  local log=$TEST_DIR/debug.log
+  set_args true
+  run_cm --debug --log "$log" run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ -s "$log" ]
+}
+
+@test "--cgroup-manager cgroupfs and disabled are accepted" {
+  set_args true
+  run_cm --cgroup-manager cgroupfs run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  run_cm --cgroup-manager disabled run -b "$BUNDLE" "$CID-2"
+  [ "$status" -eq 0 ]
+}
+
+@test "--cgroup-manager with a bad value is an error" {
+  run --separate-stderr cm --cgroup-manager nope list
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == codemode:* ]]
+}
+
+@test "--systemd-cgroup works where systemd runs, fails clearly where it does not" {
+  set_args true
+  set_cfg '.linux.cgroupsPath = "system.slice:codemode:" + $id' --arg id "$CID"
+  run_cm --systemd-cgroup run -b "$BUNDLE" "$CID"
+  if [ -d /run/systemd/system ]; then
+    [ "$status" -eq 0 ]
+  elif [ "$status" -ne 0 ]; then
+    # No systemd here: falling back to cgroupfs is fine, a clear error is fine, a crash is not.
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == codemode:* ]]
+  fi
+}
+
+@test "list with a --root that does not exist yet is empty, not an error" {
+  ROOT=$TEST_DIR/new/state/dir
+  run cm list -q
+  [ "$status" -eq 0 ]
+  [ -z "$output" ]
+}

@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+# mounts[] of every type, linux.devices, rootfsPropagation.
+
+load ../lib/helpers
+
+# mount_line DEST: the container's /proc/self/mounts line for DEST (run inside).
+mounts_of() {
+  set_args sh -c "grep ' $1 ' /proc/self/mounts"
+  run cm run -b "$BUNDLE" "$CID"
+}
+
+@test "a read-only bind mount shows the host dir and refuses writes" {
+  mkdir "$TEST_DIR/data"
+  echo host-data >"$TEST_DIR/data/file"
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/data" '{destination: "/data", type: "bind", source: $s, options: ["rbind", "ro"]}')"
+  set_args sh -c 'cat /data/file; touch /data/new 2>/dev/null && echo wrote || echo refused'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = host-data ]
+  [ "${lines[1]}" = refused ]
+  [ ! -e "$TEST_DIR/data/new" ]
+}
+
+@test "a read-write bind mount writes through to the host" {
+  mkdir "$TEST_DIR/data"
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/data" '{destination: "/data", type: "none", source: $s, options: ["bind"]}')"
+  set_args sh -c 'echo from-container >/data/out'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$TEST_DIR/data/out")" = from-container ]
+}
+
+@test "a bind mount of a single file" {
+  echo one-file >"$TEST_DIR/single"
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/single" '{destination: "/etc/single", source: $s, options: ["bind", "ro"]}')"
+  set_args cat /etc/single
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$output" = one-file ]
+}
+
+@test "a bind mount target missing in a read-only rootfs is created" {
+  mkdir "$TEST_DIR/data"
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/data" '{destination: "/deep/new/dir", source: $s, options: ["bind"]}')"
+  set_args ls -d /deep/new/dir
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+}
+
+@test "bind mount options nosuid,nodev,noexec are applied" {
+  mkdir "$TEST_DIR/data"
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/data" '{destination: "/data", type: "bind", source: $s, options: ["bind", "nosuid", "nodev", "noexec"]}')"
+  mounts_of /data
+  [ "$status" -eq 0 ]
+  [[ "$output" == *nosuid* && "$output" == *nodev* && "$output" == *noexec* ]]
+}
+
+@test "a bind mount with a missing source fails naming it, and leaves nothing" {
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/missing" '{destination: "/data", type: "bind", source: $s, options: ["bind"]}')"
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ "$stderr" == *"$TEST_DIR/missing"* || "$stderr" == *"/data"* ]]
+  [ -z "$(cm list -q)" ]
+}
+
+@test "tmpfs with size and mode" {
+  bundle_add_mount "$BUNDLE" '{"destination": "/scratch", "type": "tmpfs", "source": "tmpfs", "options": ["size=1m", "mode=1777", "nosuid"]}'
+  set_args sh -c "grep ' /scratch ' /proc/self/mounts; stat -c %a /scratch; dd if=/dev/zero of=/scratch/big bs=1k count=2048 2>/dev/null && echo fit || echo full"
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [[ "${lines[0]}" == "tmpfs /scratch tmpfs "* ]]
+  [[ "${lines[0]}" == *size=1024k* ]]
+  [ "${lines[1]}" = 1777 ]
+  [ "${lines[2]}" = full ]
+}
+
+@test "proc, sysfs (ro), devpts, mqueue and /dev/shm are mounted with their types" {
+  set_args cat /proc/self/mounts
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"proc /proc proc "* ]]
+  [[ "$output" =~ sysfs\ /sys\ sysfs\ ro, ]]
+  [[ "$output" == *" /dev/pts devpts "* ]]
+  [[ "$output" == *" /dev/mqueue mqueue "* ]]
+  [[ "$output" == *" /dev/shm tmpfs "* ]]
+}
+
+@test "devpts has its own instance: ptmxmode and gid as configured" {
+  mounts_of /dev/pts
+  [ "$status" -eq 0 ]
+  [[ "$output" == *ptmxmode=666* ]]
+  [[ "$output" == *gid=5* ]]
+}
+
+@test "the cgroup mount is there, read-only, and shows the container's own cgroup" {
+  set_args sh -c "grep ' /sys/fs/cgroup' /proc/self/mounts; cat /proc/self/cgroup"
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  local first
+  first=$(echo "$output" | grep ' /sys/fs/cgroup' | head -1)
+  [ -n "$first" ]
+  [[ "$first" == *" ro,"* || "$first" == *" ro "* ]]
+}
+
+@test "a second proc mount somewhere else" {
+  bundle_add_mount "$BUNDLE" '{"destination": "/proc2", "type": "proc", "source": "proc"}'
+  set_args sh -c 'cat /proc2/1/cmdline | tr "\0" " "'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [[ "$output" == "sh -c"* ]]
+}
+
+@test "mounts are applied in order: a tmpfs over a tmpfs subdir" {
+  bundle_add_mount "$BUNDLE" '{"destination": "/a", "type": "tmpfs", "source": "tmpfs", "options": ["size=1m"]}'
+  bundle_add_mount "$BUNDLE" '{"destination": "/a/b", "type": "tmpfs", "source": "tmpfs", "options": ["size=2m"]}'
+  set_args sh -c "grep -E ' /a(/b)? ' /proc/self/mounts | awk '{print \$2}'"
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | tr '\n' ' ')" = "/a /a/b " ]
+}
+
+@test "linux.devices creates the node with its type, numbers, mode and owner" {
+  set_cfg '.linux.devices = [{path: "/dev/cmtest-null", type: "c", major: 1, minor: 3, fileMode: 438, uid: 1000, gid: 1000}]
+           | .linux.resources.devices += [{allow: true, type: "c", major: 1, minor: 3, access: "rwm"}]'
+  set_args sh -c 'stat -c "%F %t:%T %a %u:%g" /dev/cmtest-null; echo x >/dev/cmtest-null && echo writable'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "character special file 1:3 666 1000:1000" ]
+  [ "${lines[1]}" = writable ]
+}
+
+@test "the device cgroup denies a node that is present but not allowed" {
+  # /dev/kmsg is c 1:11; the default rules deny everything but the standard devices.
+  set_cfg '.linux.devices = [{path: "/dev/cmtest-kmsg", type: "c", major: 1, minor: 11, fileMode: 438}]'
+  set_args sh -c 'head -c 1 /dev/cmtest-kmsg >/dev/null 2>&1 && echo opened || echo denied'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$output" = denied ]
+}
+
+@test "linux.devices paths outside /dev are refused or kept inside the rootfs" {
+  set_cfg '.linux.devices = [{path: "/dev/../../cmtest-evil", type: "c", major: 1, minor: 3}]'
+  run_cm run -b "$BUNDLE" "$CID"
+  [ ! -e "$TEST_DIR/cmtest-evil" ]
+  [ ! -e /cmtest-evil ]
+}
+
+@test "rootfsPropagation private: container mounts do not reach the host" {
+  set_cfg '.linux.rootfsPropagation = "private" | .root.readonly = false'
+  mkdir -p "$BUNDLE/rootfs/mnt/x"
+  set_cfg '.process.capabilities.bounding += ["CAP_SYS_ADMIN"] | .process.capabilities.effective += ["CAP_SYS_ADMIN"] | .process.capabilities.permitted += ["CAP_SYS_ADMIN"]'
+  set_args mount -t tmpfs none /mnt/x
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ -z "$(mounts_under "$BUNDLE")" ]
+}

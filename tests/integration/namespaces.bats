@@ -1,0 +1,152 @@
+#!/usr/bin/env bats
+# User namespaces with id maps, time namespaces, joining namespaces by path.
+
+load ../lib/helpers
+
+# userns_bundle: map container 0..65535 to host 100000.., and hand the rootfs to the mapped root,
+# as Docker's userns-remap does.
+userns_bundle() {
+  bundle_add_namespace "$BUNDLE" user
+  set_cfg '.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+           | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]'
+  chown -R 100000:100000 "$BUNDLE/rootfs"
+  # The bundle dir itself must be traversable by the mapped root.
+  chmod 0755 "$BUNDLE" "$TEST_DIR"
+}
+
+@test "user namespace: uid_map/gid_map as configured, root inside" {
+  userns_bundle
+  set_args sh -c 'cat /proc/self/uid_map /proc/self/gid_map; id -u; id -g'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$(echo "${lines[0]}" | tr -s ' ' | sed 's/^ //')" = "0 100000 65536" ]
+  [ "$(echo "${lines[1]}" | tr -s ' ' | sed 's/^ //')" = "0 100000 65536" ]
+  [ "${lines[2]}" = 0 ]
+  [ "${lines[3]}" = 0 ]
+}
+
+@test "user namespace: the process is uid 100000 on the host" {
+  userns_bundle
+  set_args sleep 1000
+  run_cm run --detach -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  local pid
+  pid=$(state_field "$CID" pid)
+  grep -E '^Uid:\s+100000\s' "/proc/$pid/status"
+  grep -E '^Gid:\s+100000\s' "/proc/$pid/status"
+  [ "$(readlink "/proc/$pid/ns/user")" != "$(readlink /proc/self/ns/user)" ]
+}
+
+@test "user namespace: files owned by the mapped root are root's inside, others are nobody's" {
+  userns_bundle
+  echo x >"$BUNDLE/rootfs/tmp/mine"
+  chown 100000:100000 "$BUNDLE/rootfs/tmp/mine"
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/hostfile" '{destination: "/hostfile", source: $s, options: ["bind", "ro"]}')"
+  echo y >"$TEST_DIR/hostfile"
+  set_args sh -c 'stat -c %u /tmp/mine; stat -c %u /hostfile'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 0 ]
+  [ "${lines[1]}" = 65534 ]
+}
+
+@test "user namespace: a user inside maps through" {
+  userns_bundle
+  set_cfg '.process.user = {uid: 1000, gid: 1000}'
+  set_args sleep 1000
+  run_cm run --detach -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  grep -E '^Uid:\s+101000\s' "/proc/$(state_field "$CID" pid)/status"
+}
+
+@test "user namespace without mappings is refused naming uidMappings" {
+  bundle_add_namespace "$BUNDLE" user
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *[Mm]apping* ]]
+}
+
+@test "time namespace: boottime and monotonic offsets shift /proc/uptime and the monotonic clock" {
+  [ -e /proc/self/ns/time ] || skip "kernel without time namespaces"
+  bundle_add_namespace "$BUNDLE" time
+  set_cfg '.linux.timeOffsets = {boottime: {secs: 864000, nanosecs: 0}, monotonic: {secs: 432000, nanosecs: 0}}'
+  set_args cat /proc/uptime
+  local before after
+  before=$(cut -d. -f1 /proc/uptime)
+  run cm run -b "$BUNDLE" "$CID"
+  after=$(cut -d. -f1 /proc/uptime)
+  [ "$status" -eq 0 ]
+  local inside=${output%%.*}
+  [ "$inside" -ge $((before + 864000)) ]
+  [ "$inside" -le $((after + 864000 + 1)) ]
+}
+
+@test "timeOffsets without a time namespace are refused" {
+  set_cfg '.linux.timeOffsets = {boottime: {secs: 10, nanosecs: 0}}'
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *time* ]]
+}
+
+@test "joining an existing network namespace by path" {
+  : >"$TEST_DIR/netns"
+  unshare --net="$TEST_DIR/netns" true
+  mount_track "$TEST_DIR/netns"
+  local inode
+  inode=$(stat -L -c %i "$TEST_DIR/netns")
+  bundle_add_namespace "$BUNDLE" network "$TEST_DIR/netns"
+  set_args readlink /proc/self/ns/net
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$output" = "net:[$inode]" ]
+}
+
+@test "joining a namespace of a running process by /proc/PID/ns path" {
+  unshare --uts sleep 1000 3>&- &
+  local holder=$!
+  bg_track "$holder"
+  sleep 0.2
+  local want
+  want=$(readlink "/proc/$holder/ns/uts")
+  bundle_add_namespace "$BUNDLE" uts "/proc/$holder/ns/uts"
+  set_cfg 'del(.hostname)'
+  set_args readlink /proc/self/ns/uts
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$output" = "$want" ]
+}
+
+@test "a namespace path of the wrong type is refused" {
+  : >"$TEST_DIR/netns"
+  unshare --net="$TEST_DIR/netns" true
+  mount_track "$TEST_DIR/netns"
+  # A network namespace given as the ipc namespace.
+  bundle_add_namespace "$BUNDLE" ipc "$TEST_DIR/netns"
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *ipc* ]]
+  [ -z "$(cm list -q)" ]
+}
+
+@test "a namespace path that does not exist is refused naming it" {
+  bundle_add_namespace "$BUNDLE" network "$TEST_DIR/no-such-ns"
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *no-such-ns* ]]
+}
+
+@test "without a network namespace the container shares the host's" {
+  bundle_remove_namespace "$BUNDLE" network
+  set_args readlink /proc/self/ns/net
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$output" = "$(readlink /proc/self/ns/net)" ]
+}
+
+@test "a cgroup namespace makes the container's cgroup its root" {
+  bundle_add_namespace "$BUNDLE" cgroup
+  set_args readlink /proc/self/ns/cgroup
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$output" != "$(readlink /proc/self/ns/cgroup)" ]
+}

@@ -1,0 +1,198 @@
+#!/bin/bash
+# tests/run-all.sh [UNIT-BIN…] — every suite this machine can run (what `make check` calls).
+#
+#   1. unit        the cmocka binaries given as arguments
+#   2. integration bats --tap tests/integration   (needs $CODEMODE, default build/codemode)
+#   3. security    bats --tap tests/security
+#   4. extra       tests/<suite>/run.sh for docker, mcp, vm, … when present: TAP on stdout,
+#                  exit 77 = "cannot run here" (its last stderr line says why)
+#   5. leaks       no mount under the run's temp dir, no process carrying the run's token, no
+#                  cgroup named cm-test*: each leak is a failure
+#
+# Ends with exactly one line `N passed, N failed, N skipped` and exits 1 if anything failed.
+# Under CI=true a suite that cannot run counts as failed.
+# Knobs: CM_SUITES="unit integration security docker" (default: all), CM_TEST_FILTER (a bats
+# --filter regex), BATS_TEST_TIMEOUT (seconds per bats test, default 120).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=tests/lib/suite.sh
+. "$here/lib/suite.sh"
+
+: "${CODEMODE:=$repo/build/codemode}"
+case $CODEMODE in /*) ;; *) CODEMODE=$PWD/$CODEMODE ;; esac
+export CODEMODE
+suites=${CM_SUITES:-unit integration security docker mcp vm}
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "tests/run-all.sh: the integration suites need root" >&2
+fi
+
+# One temp dir for the whole run: bats puts its per-test dirs under it (TMPDIR), so "nothing
+# mounted under it" at the end covers every test.
+WORK=$(mktemp -d /tmp/cm-check.XXXXXX)
+export TMPDIR=$WORK
+export CM_TEST_TOKEN=cm-check-$$-$RANDOM
+export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
+
+want() { [[ " $suites " == *" $1 "* ]]; }
+
+# --- helpers (C programs the bats suites use) -------------------------------------------------
+build_helpers() {
+  export CM_HELPER_DIR=$WORK/helpers
+  mkdir -p "$CM_HELPER_DIR"
+  local src
+  for src in "$here"/helpers/*.c; do
+    [ -e "$src" ] || continue
+    cc -std=gnu11 -O2 -Wall -Wextra -o "$CM_HELPER_DIR/$(basename "$src" .c)" "$src" ||
+      suite_note "FAILED: test helper $src does not compile"
+  done
+}
+
+# --- bats suites ------------------------------------------------------------------------------
+run_bats_suite() {
+  local name=$1 dir=$here/$1 tap rc=0 files=()
+  shopt -s nullglob
+  files=("$dir"/*.bats)
+  shopt -u nullglob
+  echo "#"
+  echo "# === $name ==="
+  if [ "${#files[@]}" -eq 0 ]; then
+    echo "# (no tests in tests/$name yet)"
+    return
+  fi
+  if ! command -v bats >/dev/null; then
+    suite_skip "$name" "bats is not installed (apt-get install bats)"
+    return
+  fi
+  if ! command -v jq >/dev/null; then
+    suite_skip "$name" "jq is not installed (apt-get install jq)"
+    return
+  fi
+  if [ ! -x "$CODEMODE" ]; then
+    SUITE_FAILED=$((SUITE_FAILED + 1))
+    suite_note "FAILED: suite $name: $CODEMODE is not built (run make)"
+    return
+  fi
+  tap=$WORK/$name.tap
+  local args=(--tap)
+  [ -n "${CM_TEST_FILTER:-}" ] && args+=(--filter "$CM_TEST_FILTER")
+  bats "${args[@]}" "${files[@]}" </dev/null 2>&1 | tee "$tap"
+  rc=${PIPESTATUS[0]}
+  suite_tally_tap "$tap"
+  if [ "$TAP_FAILED" -gt 0 ]; then
+    suite_note "FAILED: suite $name: $TAP_FAILED test(s)"
+  elif [ "$rc" -ne 0 ]; then
+    # bats itself failed (syntax error in a file, setup_file crash) without a `not ok` line.
+    SUITE_FAILED=$((SUITE_FAILED + 1))
+    suite_note "FAILED: suite $name: bats exited with status $rc"
+  fi
+}
+
+# --- extra suites with their own runner -------------------------------------------------------
+run_extra_suite() {
+  local name=$1 runner=$here/$1/run.sh tap rc=0 reason
+  [ -x "$runner" ] || return 0
+  echo "#"
+  echo "# === $name ==="
+  tap=$WORK/$name.tap
+  "$runner" </dev/null 2>"$WORK/$name.err" | tee "$tap"
+  rc=${PIPESTATUS[0]}
+  cat "$WORK/$name.err" >&2
+  if [ "$rc" -eq 77 ]; then
+    reason=$(tail -n 1 "$WORK/$name.err")
+    suite_skip "$name" "${reason:-its runner says it cannot run here}"
+    return
+  fi
+  suite_tally_tap "$tap"
+  if [ "$TAP_FAILED" -gt 0 ]; then
+    suite_note "FAILED: suite $name: $TAP_FAILED test(s)"
+  elif [ "$rc" -ne 0 ]; then
+    SUITE_FAILED=$((SUITE_FAILED + 1))
+    suite_note "FAILED: suite $name: $runner exited with status $rc"
+  fi
+}
+
+# --- leak checks ------------------------------------------------------------------------------
+leak() {
+  SUITE_FAILED=$((SUITE_FAILED + 1))
+  suite_note "FAILED (leak): $1"
+}
+
+# Processes started by this run: their environment carries CM_TEST_TOKEN (codemode, hooks,
+# helpers) or CODEMODE_TEST_CONTAINER=<token>:<id> (container processes, set in config.json).
+# Pure bash reads: a subprocess spawned here would carry the token itself.
+token_pids() {
+  local f p kv
+  for f in /proc/[0-9]*; do
+    p=${f#/proc/}
+    [ "$p" = "$$" ] || [ "$p" = "$BASHPID" ] && continue
+    while IFS= read -r -d '' kv; do
+      case $kv in
+        "CM_TEST_TOKEN=$CM_TEST_TOKEN" | "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN"*)
+          echo "$p"
+          break
+          ;;
+      esac
+    done <"$f/environ" 2>/dev/null
+  done
+}
+
+check_leaks() {
+  local m p d found=0
+  echo "#"
+  echo "# === leak check ==="
+  # Give exiting processes a moment to be reaped.
+  sleep 0.5
+  for p in $(token_pids); do
+    leak "process $p still running: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+    found=1
+  done
+  # They carry this run's token, so they are ours to stop.
+  for p in $(token_pids); do kill -9 "$p" 2>/dev/null; done
+  while read -r m; do
+    [ -n "$m" ] || continue
+    leak "mount left behind: $m"
+    found=1
+    umount -l "$m" 2>/dev/null
+  done < <(awk -v d="$WORK" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+  while read -r d; do
+    [ -n "$d" ] || continue
+    leak "cgroup left behind: $d"
+    found=1
+    rmdir "$d" 2>/dev/null
+  done < <(find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name '*cm-test*' 2>/dev/null | sort -r)
+  [ "$found" -eq 0 ] && echo "# nothing left behind"
+}
+
+cleanup() {
+  # Never descend into a leftover mount while removing the temp dir.
+  local m
+  for m in $(awk -v d="$WORK" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
+    umount -l "$m" 2>/dev/null
+  done
+  rm -rf --one-file-system "$WORK" 2>/dev/null
+}
+trap cleanup EXIT
+
+# --- main -------------------------------------------------------------------------------------
+echo "# codemode test run: CODEMODE=$CODEMODE CI=${CI:-} token=$CM_TEST_TOKEN"
+build_helpers
+if want unit; then
+  echo "#"
+  echo "# === unit ==="
+  if [ $# -eq 0 ]; then
+    echo "# (no unit test binaries given)"
+  else
+    suite_run_unit "$@"
+  fi
+fi
+want integration && run_bats_suite integration
+want security && run_bats_suite security
+for s in $suites; do
+  case $s in unit | integration | security) ;; *) run_extra_suite "$s" ;; esac
+done
+check_leaks
+suite_summary
+[ "$SUITE_FAILED" -eq 0 ]
