@@ -26,6 +26,5 @@ int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, 
 int seccomp_program_load(const struct seccomp_program *prog, struct cm_error **err);
 /* Transitional: the old name, as a 2-argument macro so it never collides with libseccomp's
  * 1-argument seccomp_load. Prefer seccomp_program_load. */
-#define seccomp_load(prog, err) seccomp_program_load(prog, err)
 void seccomp_program_free(struct seccomp_program *prog);
 #endif

@@ -246,11 +246,12 @@ static void container_init(const struct init_config *c) {
       fail(sync_fd, err);
   }
 
-  if (build_rootfs) {
-    if (rootfs_pivot(c->rootfs, c->no_pivot, &err) < 0 || rootfs_finalize(s, &err) < 0)
-      fail(sync_fd, err);
-  }
+  if (build_rootfs && rootfs_pivot(c->rootfs, c->no_pivot, &err) < 0)
+    fail(sync_fd, err);
+  /* sysctls go in before /proc/sys is made read-only by readonlyPaths. */
   if (s->linux_.sysctl.count && sysctl_apply(&s->linux_.sysctl, &err) < 0)
+    fail(sync_fd, err);
+  if (build_rootfs && rootfs_finalize(s, &err) < 0)
     fail(sync_fd, err);
   if (ns_new(s, SPEC_NS_UTS) && ns_set_uts_names(s->hostname, s->domainname, &err) < 0)
     fail(sync_fd, err);
@@ -305,7 +306,7 @@ static void container_init(const struct init_config *c) {
   }
   /* Without no_new_privs, loading a filter needs CAP_SYS_ADMIN: load it while we still have it
    * (the spec's order); with no_new_privs, load it last so it filters only the container. */
-  if (c->seccomp && !p->no_new_privileges && seccomp_load(c->seccomp, &err) < 0)
+  if (c->seccomp && !p->no_new_privileges && seccomp_program_load(c->seccomp, &err) < 0)
     goto exec_failed;
   if (user_switch(&p->user, &err) < 0 || caps_apply(&p->capabilities, &err) < 0)
     goto exec_failed;
@@ -317,7 +318,7 @@ static void container_init(const struct init_config *c) {
     goto exec_failed;
   if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
     goto exec_failed;
-  if (c->seccomp && p->no_new_privileges && seccomp_load(c->seccomp, &err) < 0)
+  if (c->seccomp && p->no_new_privileges && seccomp_program_load(c->seccomp, &err) < 0)
     goto exec_failed;
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     goto exec_failed;
