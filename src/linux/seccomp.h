@@ -24,7 +24,5 @@ int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, 
 /* Load with seccomp(SECCOMP_SET_MODE_FILTER). Returns the notify fd (>= 0) when prog->notify,
  * else 0; -1 on error. Named seccomp_program_load because libseccomp exports seccomp_load. */
 int seccomp_program_load(const struct seccomp_program *prog, struct cm_error **err);
-/* Transitional: the old name, as a 2-argument macro so it never collides with libseccomp's
- * 1-argument seccomp_load. Prefer seccomp_program_load. */
 void seccomp_program_free(struct seccomp_program *prog);
 #endif
