@@ -170,11 +170,24 @@ static void check_link(const char *path, const char *target) {
 
 /* Run fn in a child with its own private mount namespace, cwd at the bundle dir. */
 typedef void (*child_fn)(const struct bundle *b, void *arg);
-static int run_in_child(const struct bundle *b, child_fn fn, void *arg) {
+static void write_proc(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY);
+  CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text), "write %s", path);
+  close(fd);
+}
+
+static int run_in_child_ns(const struct bundle *b, child_fn fn, void *arg, bool userns) {
   fflush(NULL);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
+    if (userns) {
+      /* Root mapped onto itself only: mknod is refused, as for a rootless container. */
+      CHECK(unshare(CLONE_NEWUSER) == 0, "unshare user");
+      write_proc("/proc/self/setgroups", "deny");
+      write_proc("/proc/self/uid_map", "0 0 1");
+      write_proc("/proc/self/gid_map", "0 0 1");
+    }
     CHECK(unshare(CLONE_NEWNS) == 0, "unshare");
     CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0, "make / rprivate");
     char marker[512];
@@ -188,6 +201,10 @@ static int run_in_child(const struct bundle *b, child_fn fn, void *arg) {
   int status = 0;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_in_child(const struct bundle *b, child_fn fn, void *arg) {
+  return run_in_child_ns(b, fn, arg, false);
 }
 
 static struct spec_mount mnt(const char *dest, const char *type, const char *source,
@@ -324,9 +341,7 @@ static void child_standard(const struct bundle *b, void *arg) {
 }
 
 static void test_standard_config(void **state) {
-  (void)state;
-  struct bundle b;
-  make_bundle(&b);
+  struct bundle *bp = *state, b = *bp;
   char path[512];
   pathf(path, sizeof(path), "%s/hostfile", b.dir);
   write_file(path, "hostfile-content");
@@ -343,7 +358,6 @@ static void test_standard_config(void **state) {
   pathf(path, sizeof(path), "%s%s/escape", b.rootfs, b.host);
   struct stat st;
   assert_int_equal(stat(path, &st), 0);
-  remove_bundle(&b);
 }
 
 /* --- case 2: a hostile image /dev (no /dev mount in the spec) --- */
@@ -370,9 +384,7 @@ static void child_hostile_dev(const struct bundle *b, void *arg) {
 }
 
 static void test_hostile_dev_entries(void **state) {
-  (void)state;
-  struct bundle b;
-  make_bundle(&b);
+  struct bundle *bp = *state, b = *bp;
   char path[512], target[512];
   mkdirf("%s/%s", b.rootfs, "dev");
   pathf(target, sizeof(target), "%s/sentinel", b.host);
@@ -385,13 +397,10 @@ static void test_hostile_dev_entries(void **state) {
   assert_int_equal(symlink(b.host, path), 0);
   assert_int_equal(run_in_child(&b, child_hostile_dev, NULL), 0);
   assert_host_untouched(&b, 1);
-  remove_bundle(&b);
 }
 
 static void test_dev_symlinked_out(void **state) {
-  (void)state;
-  struct bundle b;
-  make_bundle(&b);
+  struct bundle *bp = *state, b = *bp;
   char path[512];
   mkdirf("%s/%s", b.host, "devdir");
   pathf(path, sizeof(path), "%s/dev", b.rootfs);
@@ -406,7 +415,6 @@ static void test_dev_symlinked_out(void **state) {
   struct stat st;
   assert_int_equal(lstat(path, &st), 0);
   assert_true(S_ISCHR(st.st_mode));
-  remove_bundle(&b);
 }
 
 /* --- case 3: refusals --- */
@@ -425,16 +433,13 @@ static void child_expect_prepare_error(const struct bundle *b, void *arg) {
 }
 
 static void test_mount_over_proc_refused(void **state) {
-  (void)state;
-  struct bundle b;
-  make_bundle(&b);
+  struct bundle *bp = *state, b = *bp;
   char path[512];
   pathf(path, sizeof(path), "%s/hostfile", b.dir);
   write_file(path, "x");
   assert_int_equal(run_in_child(&b, child_expect_prepare_error,
                                 "mount \"hostfile\" on \"/proc/sys/kernel/core_pattern\" (mounts[1])"),
                    0);
-  remove_bundle(&b);
 }
 
 /* /dev bind-mounted from a fake dir whose "null" is a plain file: masking must refuse it. */
@@ -456,15 +461,12 @@ static void child_fake_dev_null(const struct bundle *b, void *arg) {
 }
 
 static void test_fake_dev_null_refused(void **state) {
-  (void)state;
-  struct bundle b;
-  make_bundle(&b);
+  struct bundle *bp = *state, b = *bp;
   char path[512];
   mkdirf("%s/%s", b.dir, "fakedev");
   pathf(path, sizeof(path), "%s/fakedev/null", b.dir);
   write_file(path, "not a device");
   assert_int_equal(run_in_child(&b, child_fake_dev_null, NULL), 0);
-  remove_bundle(&b);
 }
 
 /* --- case 4: --no-pivot --- */
@@ -486,11 +488,65 @@ static void child_no_pivot(const struct bundle *b, void *arg) {
 }
 
 static void test_no_pivot(void **state) {
-  (void)state;
-  struct bundle b;
-  make_bundle(&b);
+  struct bundle *bp = *state, b = *bp;
   assert_int_equal(run_in_child(&b, child_no_pivot, NULL), 0);
-  remove_bundle(&b);
+}
+
+/* --- case 5: in a user namespace, devices are bind mounts of the host's nodes --- */
+
+static void child_userns(const struct bundle *b, void *arg) {
+  (void)arg;
+  struct spec_mount mounts[] = {
+      mnt("/dev", "tmpfs", "tmpfs", MS_NOSUID, "mode=755"),
+      mnt("/dev/pts", "devpts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666"),
+  };
+  char *masked[] = {"/etc/secret", NULL};
+  struct spec_device devices[] = {{.path = "/dev/net/tun", .type = 'c', .major = 10, .minor = 200}};
+  struct spec_process process = {.terminal = true};
+  struct spec s = {.mounts = mounts, .n_mounts = 2, .process = &process, .has_linux = true};
+  s.linux_.masked_paths = (struct spec_strv){masked, 1};
+  bool host_has_tun = access("/dev/net/tun", F_OK) == 0;
+  if (host_has_tun) {
+    s.linux_.devices = devices;
+    s.linux_.n_devices = 1;
+  }
+  struct cm_error *err = NULL;
+  child_fail_on_error(rootfs_prepare(&s, b->rootfs, &err), err, "rootfs_prepare");
+  child_fail_on_error(rootfs_pivot(b->rootfs, false, &err), err, "rootfs_pivot");
+  child_fail_on_error(rootfs_finalize(&s, &err), err, "rootfs_finalize");
+  check_char_device("/dev/null", 1, 3);
+  check_char_device("/dev/urandom", 1, 9);
+  check_char_device("/etc/secret", 1, 3);
+  struct stat null_st, dev_st;
+  CHECK(stat("/dev/null", &null_st) == 0 && stat("/dev", &dev_st) == 0, "stat /dev");
+  CHECK(null_st.st_dev != dev_st.st_dev, "/dev/null is not a bind of the host's node");
+  if (host_has_tun)
+    check_char_device("/dev/net/tun", 10, 200);
+  int fd = open("/dev/null", O_WRONLY);
+  CHECK(fd >= 0 && write(fd, "x", 1) == 1, "write /dev/null");
+  close(fd);
+}
+
+static void test_userns_devices_are_binds(void **state) {
+  struct bundle *bp = *state, b = *bp;
+  assert_int_equal(run_in_child_ns(&b, child_userns, NULL, true), 0);
+  assert_host_untouched(&b, 1);
+}
+
+static int setup_bundle(void **state) {
+  struct bundle *b = calloc(1, sizeof(*b));
+  assert_non_null(b);
+  make_bundle(b);
+  *state = b;
+  return 0;
+}
+
+/* Runs even when a test failed, so no temp dir is left behind. */
+static int teardown_bundle(void **state) {
+  struct bundle *b = *state;
+  remove_bundle(b);
+  free(b);
+  return 0;
 }
 
 int main(void) {
@@ -499,12 +555,14 @@ int main(void) {
     return 0;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_standard_config),
-      cmocka_unit_test(test_hostile_dev_entries),
-      cmocka_unit_test(test_dev_symlinked_out),
-      cmocka_unit_test(test_mount_over_proc_refused),
-      cmocka_unit_test(test_fake_dev_null_refused),
-      cmocka_unit_test(test_no_pivot),
+      cmocka_unit_test_setup_teardown(test_standard_config, setup_bundle, teardown_bundle),
+      cmocka_unit_test_setup_teardown(test_hostile_dev_entries, setup_bundle, teardown_bundle),
+      cmocka_unit_test_setup_teardown(test_dev_symlinked_out, setup_bundle, teardown_bundle),
+      cmocka_unit_test_setup_teardown(test_mount_over_proc_refused, setup_bundle, teardown_bundle),
+      cmocka_unit_test_setup_teardown(test_fake_dev_null_refused, setup_bundle, teardown_bundle),
+      cmocka_unit_test_setup_teardown(test_no_pivot, setup_bundle, teardown_bundle),
+      cmocka_unit_test_setup_teardown(test_userns_devices_are_binds, setup_bundle,
+                                      teardown_bundle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
