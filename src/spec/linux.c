@@ -27,6 +27,11 @@ static int parse_namespaces(struct jctx *c, yajl_val arr, struct spec_linux *l, 
     l->namespaces[t].present = true;
     if (jget_string(c, v, "path", &l->namespaces[t].path, err) < 0)
       return -1;
+    /* An empty path means "create one", as in the Go runtimes. */
+    if (l->namespaces[t].path != NULL && l->namespaces[t].path[0] == '\0') {
+      free(l->namespaces[t].path);
+      l->namespaces[t].path = NULL;
+    }
     if (l->namespaces[t].path != NULL && !path_is_absolute(l->namespaces[t].path)) {
       jpush_key(c, "path");
       return jerr(c, err, "must be an absolute path");

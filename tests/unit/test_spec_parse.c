@@ -190,7 +190,7 @@ static const char full_json[] =
     "\"linux\":{"
     "  "
     "\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\",\"path\":\"/proc/1/ns/"
-    "net\"},{\"type\":\"mount\"},"
+    "net\"},{\"type\":\"mount\",\"path\":\"\"},"
     "    "
     "{\"type\":\"ipc\"},{\"type\":\"uts\"},{\"type\":\"user\"},{\"type\":\"cgroup\"},{\"type\":\"time\"}],"
     "  "
@@ -344,6 +344,7 @@ static void test_full_linux(void **state) {
   for (int t = 0; t < SPEC_NS_COUNT; t++)
     assert_true(l->namespaces[t].present);
   assert_string_equal(l->namespaces[SPEC_NS_NETWORK].path, "/proc/1/ns/net");
+  assert_null(l->namespaces[SPEC_NS_MOUNT].path);
   assert_int_equal(l->n_uid_mappings, 2);
   assert_int_equal(l->uid_mappings[1].container_id, 1000);
   assert_int_equal(l->gid_mappings[0].size, 65536);
