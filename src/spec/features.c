@@ -96,7 +96,8 @@ static void gen_linux(yajl_gen g) {
   yajl_gen_map_open(g);
   gen_kv_bool(g, "v1", 1);
   gen_kv_bool(g, "v2", 1);
-  gen_kv_bool(g, "systemd", 1);
+  /* cgroup/ implements the cgroupfs driver only; the systemd driver is refused. */
+  gen_kv_bool(g, "systemd", 0);
   gen_kv_bool(g, "systemdUser", 0);
   yajl_gen_map_close(g);
   gen_seccomp(g);
