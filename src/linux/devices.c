@@ -43,12 +43,9 @@ bool in_user_namespace(void) {
 
 static mode_t type_bits(char type) {
   switch (type) {
-  case 'b':
-    return S_IFBLK;
-  case 'p':
-    return S_IFIFO;
-  default: /* 'c', 'u' */
-    return S_IFCHR;
+  case 'b': return S_IFBLK;
+  case 'p': return S_IFIFO;
+  default: /* 'c', 'u' */ return S_IFCHR;
   }
 }
 
@@ -102,8 +99,7 @@ static int bind_host_device(int parent_fd, const char *name, const struct device
   if (fstat(host_fd, &st) < 0)
     return cm_error_set(err, errno, "stat host %s", d->path);
   if (!is_expected_node(&st, d))
-    return cm_error_set(err, EINVAL, "host %s is not device %c %u:%u", d->path, d->type, d->major,
-                        d->minor);
+    return cm_error_set(err, EINVAL, "host %s is not device %c %u:%u", d->path, d->type, d->major, d->minor);
   int fd = openat(parent_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     return cm_error_set(err, errno, "create %s", d->path);
@@ -117,8 +113,7 @@ static int bind_host_device(int parent_fd, const char *name, const struct device
   return 0;
 }
 
-static int create_device(int root_fd, const struct device_node *d, bool userns,
-                         struct cm_error **err) {
+static int create_device(int root_fd, const struct device_node *d, bool userns, struct cm_error **err) {
   const char *name = NULL;
   cleanup_free char *parent = safepath_split(d->path, &name);
   if (!parent)
@@ -129,8 +124,7 @@ static int create_device(int root_fd, const struct device_node *d, bool userns,
   if (clear_entry(parent_fd, name, d->path, err) < 0)
     return -1;
   if (!userns) {
-    if (mknodat(parent_fd, name, type_bits(d->type) | (d->mode & 0777),
-                makedev(d->major, d->minor)) == 0)
+    if (mknodat(parent_fd, name, type_bits(d->type) | (d->mode & 0777), makedev(d->major, d->minor)) == 0)
       return fix_owner_and_mode(parent_fd, name, d, err);
     if (errno != EPERM)
       return cm_error_set(err, errno, "mknod %s", d->path);
@@ -184,18 +178,9 @@ static int soft_failure(int rc, bool strict, struct cm_error **local, struct cm_
   return 0;
 }
 
-static const struct spec_mount *mount_on_dev(const struct spec *s) {
-  const struct spec_mount *found = NULL;
-  for (size_t i = 0; i < s->n_mounts; i++)
-    if (s->mounts[i].destination && strcmp(s->mounts[i].destination, "/dev") == 0)
-      found = &s->mounts[i];
-  return found;
-}
-
 int devices_setup(const struct spec *s, int root_fd, struct cm_error **err) {
-  const struct spec_mount *dev_mount = mount_on_dev(s);
-  bool dev_is_bind = dev_mount && ((dev_mount->flags & MS_BIND) ||
-                                   (dev_mount->type && strcmp(dev_mount->type, "bind") == 0));
+  const struct spec_mount *dev_mount = rootfs_dev_mount(s);
+  bool dev_is_bind = dev_mount && rootfs_mount_is_bind(dev_mount);
   /* A bind-mounted /dev (e.g. the host's, for a privileged container) is used as given. */
   if (dev_is_bind)
     return 0;

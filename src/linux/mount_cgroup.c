@@ -1,7 +1,7 @@
 /* The "cgroup" mount: what the container sees at /sys/fs/cgroup.
  *
- * On a cgroup2 host (or for type "cgroup2"): a cgroup2 mount, as runc does. On a v1 or hybrid host: a tmpfs holding, for each
- * hierarchy mounted on the host under /sys/fs/cgroup, a bind of the container's own cgroup
+ * On a cgroup2 host (or for type "cgroup2"): a cgroup2 mount, as runc does. On a v1 or hybrid host: a tmpfs
+ * holding, for each hierarchy mounted on the host under /sys/fs/cgroup, a bind of the container's own cgroup
  * directory (so it cannot see or touch its siblings), plus the usual "cpu" → "cpu,cpuacct"
  * symlinks. With a cgroup namespace, each hierarchy is mounted fresh instead: the kernel then
  * roots it at the namespace's cgroup. */
@@ -22,9 +22,9 @@
 #define HOST_CGROUP_ROOT "/sys/fs/cgroup"
 
 struct hierarchy {
-  char *mountpoint;  /* /sys/fs/cgroup/cpu,cpuacct */
-  char *mount_root;  /* the mount's root inside the hierarchy (mountinfo field 4) */
-  char *super_opts;  /* rw,cpu,cpuacct */
+  char *mountpoint; /* /sys/fs/cgroup/cpu,cpuacct */
+  char *mount_root; /* the mount's root inside the hierarchy (mountinfo field 4) */
+  char *super_opts; /* rw,cpu,cpuacct */
   bool v2;
 };
 
@@ -135,8 +135,7 @@ static char *host_dir_for(const struct hierarchy *h) {
 }
 
 /* A fresh mount of the hierarchy (in a cgroup namespace it is rooted at our cgroup). */
-static int fresh_hierarchy_mount(const struct hierarchy *h, unsigned long flags,
-                                 struct cm_error **err) {
+static int fresh_hierarchy_mount(const struct hierarchy *h, unsigned long flags, struct cm_error **err) {
   if (h->v2)
     return mount_new_fs("cgroup2", "cgroup2", flags, NULL, err);
   /* Keep the controller and name= options; drop rw/ro and the like, which are flags. */
@@ -217,8 +216,7 @@ static int mount_v1_view(const struct spec *s, const struct spec_mount *m, int t
   return 0;
 }
 
-int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd,
-                 struct cm_error **err) {
+int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd, struct cm_error **err) {
   struct statfs sfs;
   if (statfs(HOST_CGROUP_ROOT, &sfs) < 0)
     return cm_error_set(err, errno, "statfs " HOST_CGROUP_ROOT);
@@ -226,8 +224,8 @@ int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd
   /* "cgroup2" asks for the unified hierarchy whatever the host layout; "cgroup" means
    * whatever the host has. */
   if (strcmp(m->type, "cgroup2") == 0 || sfs.f_type == CGROUP2_SUPER_MAGIC) {
-    cleanup_close int mnt_fd = mount_new_fs("cgroup2", m->source ? m->source : "cgroup2", flags,
-                                            m->data, err);
+    cleanup_close int mnt_fd =
+        mount_new_fs("cgroup2", m->source ? m->source : "cgroup2", flags, m->data, err);
     if (mnt_fd < 0 || mount_attach(mnt_fd, target_fd, err) < 0)
       return -1;
     if (m->propagation && mount_set_propagation(mnt_fd, m->propagation, err) < 0)

@@ -97,8 +97,8 @@ int mount_new_fs(const char *type, const char *source, unsigned long flags, cons
   static const struct {
     unsigned long ms;
     const char *name;
-  } sb_flags[] = {{MS_SYNCHRONOUS, "sync"}, {MS_DIRSYNC, "dirsync"}, {MS_LAZYTIME, "lazytime"},
-                  {MS_MANDLOCK, "mand"}};
+  } sb_flags[] = {
+      {MS_SYNCHRONOUS, "sync"}, {MS_DIRSYNC, "dirsync"}, {MS_LAZYTIME, "lazytime"}, {MS_MANDLOCK, "mand"}};
   for (size_t i = 0; i < sizeof(sb_flags) / sizeof(sb_flags[0]); i++)
     if ((flags & sb_flags[i].ms) && fsconfig(fs_fd, FSCONFIG_SET_FLAG, sb_flags[i].name, NULL, 0) < 0)
       return cm_error_set(err, errno, "%s option \"%s\"", type, sb_flags[i].name);
@@ -127,8 +127,7 @@ int mount_clone_tree(int src_fd, bool recursive, unsigned long flags, unsigned l
   struct mount_attr attr;
   mount_attr_from_flags(flags, clear_flags, &attr);
   /* Attributes go on the top mount only, as a bind remount would; "rro" is the recursive one. */
-  if ((attr.attr_set || attr.attr_clr) &&
-      mount_setattr(mnt_fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+  if ((attr.attr_set || attr.attr_clr) && mount_setattr(mnt_fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
     return cm_error_set(err, errno, "set mount flags");
   return cm_steal_fd(&mnt_fd);
 }
@@ -155,6 +154,18 @@ int mount_set_readonly(int mnt_fd, bool recursive, struct cm_error **err) {
   return 0;
 }
 
+bool rootfs_mount_is_bind(const struct spec_mount *m) {
+  return (m->flags & MS_BIND) || (m->type && strcmp(m->type, "bind") == 0);
+}
+
+const struct spec_mount *rootfs_dev_mount(const struct spec *s) {
+  const struct spec_mount *found = NULL;
+  for (size_t i = 0; i < s->n_mounts; i++)
+    if (s->mounts[i].destination && strcmp(s->mounts[i].destination, "/dev") == 0)
+      found = &s->mounts[i];
+  return found;
+}
+
 static bool path_is_under(const char *path, const char *dir) {
   size_t n = strlen(dir);
   return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
@@ -166,9 +177,8 @@ static bool path_is_under(const char *path, const char *dir) {
 static int check_proc_destination(const struct spec_mount *m, bool is_bind, int src_fd,
                                   struct cm_error **err) {
   static const char *const allowed[] = {
-      "/proc/cpuinfo", "/proc/diskstats", "/proc/meminfo", "/proc/stat",
-      "/proc/swaps",   "/proc/uptime",    "/proc/loadavg", "/proc/slabinfo",
-      "/proc/net/dev", "/proc/sys/kernel/ns_last_pid",
+      "/proc/cpuinfo", "/proc/diskstats", "/proc/meminfo",  "/proc/stat",    "/proc/swaps",
+      "/proc/uptime",  "/proc/loadavg",   "/proc/slabinfo", "/proc/net/dev", "/proc/sys/kernel/ns_last_pid",
   };
   if (!path_is_under(m->destination, "/proc"))
     return 0;
@@ -208,9 +218,8 @@ static int verify_fs_type(int root_fd, const char *dest, const char *type, struc
   return 0;
 }
 
-static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd,
-                     struct cm_error **err) {
-  bool is_bind = (m->flags & MS_BIND) || (m->type && strcmp(m->type, "bind") == 0);
+static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd, struct cm_error **err) {
+  bool is_bind = rootfs_mount_is_bind(m);
   if (m->idmap)
     return cm_error_set(err, EOPNOTSUPP, "idmapped mounts are not supported");
   if (!is_bind && (!m->type || !*m->type))

@@ -60,8 +60,7 @@ int paths_mask(const struct spec_strv *paths, int root_fd, struct cm_error **err
     cleanup_close int mnt_fd = -1;
     if (S_ISDIR(st.st_mode)) {
       /* An empty read-only tmpfs hides the directory's content. */
-      mnt_fd = mount_new_fs("tmpfs", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
-                            err);
+      mnt_fd = mount_new_fs("tmpfs", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
     } else {
       if (null_fd < 0 && (null_fd = open_dev_null(root_fd, err)) < 0)
         return cm_error_prefix(err, "linux.maskedPaths[%zu] \"%s\"", i, path);
@@ -85,8 +84,7 @@ int paths_readonly(const struct spec_strv *paths, int root_fd, struct cm_error *
     /* A recursive bind of the path onto itself, read-only all the way down, so nothing mounted
      * below it stays writable. */
     cleanup_close int mnt_fd = mount_clone_tree(target_fd, true, 0, 0, err);
-    if (mnt_fd < 0 || mount_set_readonly(mnt_fd, true, err) < 0 ||
-        mount_attach(mnt_fd, target_fd, err) < 0)
+    if (mnt_fd < 0 || mount_set_readonly(mnt_fd, true, err) < 0 || mount_attach(mnt_fd, target_fd, err) < 0)
       return cm_error_prefix(err, "linux.readonlyPaths[%zu] \"%s\"", i, path);
   }
   return 0;

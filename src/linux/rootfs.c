@@ -22,8 +22,8 @@
 static void unescape_octal(char *s) {
   char *out = s;
   for (char *in = s; *in;) {
-    if (in[0] == '\\' && in[1] >= '0' && in[1] <= '7' && in[2] >= '0' && in[2] <= '7' &&
-        in[3] >= '0' && in[3] <= '7') {
+    if (in[0] == '\\' && in[1] >= '0' && in[1] <= '7' && in[2] >= '0' && in[2] <= '7' && in[3] >= '0' &&
+        in[3] <= '7') {
       *out++ = (char)(((in[1] - '0') << 6) | ((in[2] - '0') << 3) | (in[3] - '0'));
       in += 4;
     } else {
@@ -68,18 +68,6 @@ static int make_parent_mount_private(const char *rootfs, struct cm_error **err) 
   return 0;
 }
 
-static const struct spec_mount *mount_on_dev(const struct spec *s) {
-  const struct spec_mount *found = NULL;
-  for (size_t i = 0; i < s->n_mounts; i++)
-    if (s->mounts[i].destination && strcmp(s->mounts[i].destination, "/dev") == 0)
-      found = &s->mounts[i];
-  return found;
-}
-
-static bool is_bind(const struct spec_mount *m) {
-  return (m->flags & MS_BIND) || (m->type && strcmp(m->type, "bind") == 0);
-}
-
 int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **err) {
   /* Nothing we mount may propagate back to the host: rslave unless the config says otherwise. */
   unsigned long propagation = MS_SLAVE | MS_REC;
@@ -96,11 +84,11 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **e
     return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
 
   /* A read-only /dev tmpfs is made read-only only after we created the devices in it. */
-  const struct spec_mount *dev_mount = mount_on_dev(s);
+  const struct spec_mount *dev_mount = rootfs_dev_mount(s);
   struct spec tmp_spec;
   const struct spec *effective = s;
   cleanup_free struct spec_mount *mounts_copy = NULL;
-  if (dev_mount && !is_bind(dev_mount) && (dev_mount->flags & MS_RDONLY)) {
+  if (dev_mount && !rootfs_mount_is_bind(dev_mount) && (dev_mount->flags & MS_RDONLY)) {
     mounts_copy = malloc(s->n_mounts * sizeof(*mounts_copy));
     if (!mounts_copy)
       return cm_error_set(err, ENOMEM, "mounts");
@@ -162,9 +150,8 @@ static int remount_root_readonly_legacy(struct cm_error **err) {
     return cm_error_set(err, errno, "statvfs /");
   static const struct {
     unsigned long st, ms;
-  } map[] = {{ST_NOSUID, MS_NOSUID},         {ST_NODEV, MS_NODEV},
-             {ST_NOEXEC, MS_NOEXEC},         {ST_NOATIME, MS_NOATIME},
-             {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME},
+  } map[] = {{ST_NOSUID, MS_NOSUID},           {ST_NODEV, MS_NODEV},           {ST_NOEXEC, MS_NOEXEC},
+             {ST_NOATIME, MS_NOATIME},         {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME},
              {ST_SYNCHRONOUS, MS_SYNCHRONOUS}, {ST_MANDLOCK, MS_MANDLOCK}};
   unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY;
   for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -185,8 +172,8 @@ int rootfs_finalize(const struct spec *s, struct cm_error **err) {
     if (paths_readonly(&s->linux_.readonly_paths, root_fd, err) < 0)
       return -1;
   }
-  const struct spec_mount *dev_mount = mount_on_dev(s);
-  if (dev_mount && !is_bind(dev_mount) && (dev_mount->flags & MS_RDONLY)) {
+  const struct spec_mount *dev_mount = rootfs_dev_mount(s);
+  if (dev_mount && !rootfs_mount_is_bind(dev_mount) && (dev_mount->flags & MS_RDONLY)) {
     cleanup_close int dev_fd = safepath_open(root_fd, "/dev", O_PATH | O_DIRECTORY, err);
     if (dev_fd < 0 || mount_set_readonly(dev_fd, false, err) < 0)
       return cm_error_prefix(err, "make /dev read-only");

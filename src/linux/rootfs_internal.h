@@ -31,11 +31,15 @@ int mount_attach(int mnt_fd, int target_fd, struct cm_error **err);
 int mount_set_propagation(int mnt_fd, unsigned long propagation, struct cm_error **err);
 int mount_set_readonly(int mnt_fd, bool recursive, struct cm_error **err);
 
+/* A bind mount: type "bind" or the bind/rbind option. */
+bool rootfs_mount_is_bind(const struct spec_mount *m);
+/* The last spec mount whose destination is /dev, or NULL. */
+const struct spec_mount *rootfs_dev_mount(const struct spec *s);
+
 /* Every entry of s->mounts, in order, inside the rootfs at root_fd. */
 int mounts_apply(const struct spec *s, int root_fd, struct cm_error **err);
 /* A "cgroup"/"cgroup2" entry: see mount_cgroup.c. */
-int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd,
-                 struct cm_error **err);
+int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd, struct cm_error **err);
 
 /* /dev: default devices, linux.devices, symlinks, ptmx, console placeholder. */
 int devices_setup(const struct spec *s, int root_fd, struct cm_error **err);

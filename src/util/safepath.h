@@ -7,9 +7,9 @@
 #ifndef CM_UTIL_SAFEPATH_H
 #define CM_UTIL_SAFEPATH_H
 
+#include "util/error.h"
 #include <stdbool.h>
 #include <sys/types.h>
-#include "util/error.h"
 
 /* Open `path` inside `root_fd` with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS); falls back
  * to safepath_walk() when openat2 is unavailable. `flags` are open(2) flags (O_PATH, O_DIRECTORY,

@@ -5,11 +5,11 @@
  * anywhere else), then prepares, pivots and finalizes, and checks the result from inside. The
  * parent asserts the exit status and that the host sentinels next to the bundle were never
  * touched. Everything lives under one temp dir, removed at the end. */
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -123,14 +123,14 @@ static void assert_host_untouched(const struct bundle *b, int expected_entries) 
 
 /* --- helpers for the child (no cmocka there: it must not longjmp across fork) --- */
 
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "child check failed (%s:%d): ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                                            \
-      fprintf(stderr, " [errno: %s]\n", strerror(errno));                                      \
-      _exit(2);                                                                                \
-    }                                                                                          \
+#define CHECK(cond, ...)                                                                                     \
+  do {                                                                                                       \
+    if (!(cond)) {                                                                                           \
+      fprintf(stderr, "child check failed (%s:%d): ", __FILE__, __LINE__);                                   \
+      fprintf(stderr, __VA_ARGS__);                                                                          \
+      fprintf(stderr, " [errno: %s]\n", strerror(errno));                                                    \
+      _exit(2);                                                                                              \
+    }                                                                                                        \
   } while (0)
 
 static void child_fail_on_error(int rc, struct cm_error *err, const char *step) {
@@ -144,8 +144,8 @@ static void child_fail_on_error(int rc, struct cm_error *err, const char *step) 
 static void check_char_device(const char *path, unsigned major, unsigned minor) {
   struct stat st;
   CHECK(lstat(path, &st) == 0, "stat %s", path);
-  CHECK(S_ISCHR(st.st_mode) && st.st_rdev == makedev(major, minor), "%s is not char %u:%u", path,
-        major, minor);
+  CHECK(S_ISCHR(st.st_mode) && st.st_rdev == makedev(major, minor), "%s is not char %u:%u", path, major,
+        minor);
 }
 
 static void check_fs(const char *path, long magic) {
@@ -207,8 +207,8 @@ static int run_in_child(const struct bundle *b, child_fn fn, void *arg) {
   return run_in_child_ns(b, fn, arg, false);
 }
 
-static struct spec_mount mnt(const char *dest, const char *type, const char *source,
-                             unsigned long flags, const char *data) {
+static struct spec_mount mnt(const char *dest, const char *type, const char *source, unsigned long flags,
+                             const char *data) {
   return (struct spec_mount){.destination = (char *)dest,
                              .type = (char *)type,
                              .source = (char *)source,
@@ -223,13 +223,11 @@ static void child_standard(const struct bundle *b, void *arg) {
   struct spec_mount mounts[] = {
       mnt("/proc", "proc", "proc", MS_NOSUID | MS_NOEXEC | MS_NODEV, NULL),
       mnt("/dev", "tmpfs", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k"),
-      mnt("/dev/pts", "devpts", "devpts", MS_NOSUID | MS_NOEXEC,
-          "newinstance,ptmxmode=0666,mode=0620"),
+      mnt("/dev/pts", "devpts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"),
       mnt("/dev/shm", "tmpfs", "shm", MS_NOSUID | MS_NOEXEC | MS_NODEV, "mode=1777,size=65536k"),
       mnt("/dev/mqueue", "mqueue", "mqueue", MS_NOSUID | MS_NOEXEC | MS_NODEV, NULL),
       mnt("/sys", "sysfs", "sysfs", MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY, NULL),
-      mnt("/sys/fs/cgroup", "cgroup", "cgroup", MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY,
-          NULL),
+      mnt("/sys/fs/cgroup", "cgroup", "cgroup", MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RDONLY, NULL),
       /* relative source: resolved against the bundle dir */
       mnt("/etc/hostfile", "bind", "hostfile", MS_BIND | MS_RDONLY, NULL),
       /* rootfs/mnt is a symlink to the host sentinel dir: must land inside the rootfs */
@@ -295,8 +293,7 @@ static void child_standard(const struct bundle *b, void *arg) {
   struct stat st;
   CHECK(stat("/dev/custom/null2", &st) == 0 && (st.st_mode & 07777) == 0640, "null2 mode %o",
         st.st_mode & 07777);
-  CHECK(stat("/dev/null", &st) == 0 && (st.st_mode & 07777) == 0666, "null mode %o",
-        st.st_mode & 07777);
+  CHECK(stat("/dev/null", &st) == 0 && (st.st_mode & 07777) == 0666, "null mode %o", st.st_mode & 07777);
   check_link("/dev/fd", "/proc/self/fd");
   check_link("/dev/stdin", "/proc/self/fd/0");
   check_link("/dev/stdout", "/proc/self/fd/1");
@@ -428,8 +425,7 @@ static void child_expect_prepare_error(const struct bundle *b, void *arg) {
   struct spec s = {.mounts = mounts, .n_mounts = 2};
   struct cm_error *err = NULL;
   CHECK(rootfs_prepare(&s, b->rootfs, &err) < 0, "prepare succeeded");
-  CHECK(err && strstr(err->msg, expected), "error \"%s\" lacks \"%s\"", err ? err->msg : "",
-        expected);
+  CHECK(err && strstr(err->msg, expected), "error \"%s\" lacks \"%s\"", err ? err->msg : "", expected);
 }
 
 static void test_mount_over_proc_refused(void **state) {
@@ -490,6 +486,38 @@ static void child_no_pivot(const struct bundle *b, void *arg) {
 static void test_no_pivot(void **state) {
   struct bundle *bp = *state, b = *bp;
   assert_int_equal(run_in_child(&b, child_no_pivot, NULL), 0);
+}
+
+/* --- rootfsPropagation "rshared": pivot_root still works, / ends up shared --- */
+
+static void child_rshared(const struct bundle *b, void *arg) {
+  (void)arg;
+  struct spec_mount mounts[] = {mnt("/proc", "proc", "proc", MS_NOSUID, NULL)};
+  struct spec s = {.mounts = mounts, .n_mounts = 1, .has_linux = true};
+  s.linux_.rootfs_propagation = "rshared";
+  s.linux_.rootfs_propagation_flags = MS_SHARED | MS_REC;
+  /* The rootfs on its own mount (as on an overlay), so "/" is not its parent mount. */
+  CHECK(mount(b->rootfs, b->rootfs, NULL, MS_BIND, NULL) == 0, "bind rootfs");
+  struct cm_error *err = NULL;
+  child_fail_on_error(rootfs_prepare(&s, b->rootfs, &err), err, "rootfs_prepare");
+  child_fail_on_error(rootfs_pivot(b->rootfs, false, &err), err, "rootfs_pivot");
+  child_fail_on_error(rootfs_finalize(&s, &err), err, "rootfs_finalize");
+  FILE *mi = fopen("/proc/self/mountinfo", "r");
+  CHECK(mi != NULL, "mountinfo");
+  char line[1024];
+  bool root_shared = false;
+  while (fgets(line, sizeof(line), mi)) {
+    char mountpoint[512];
+    if (sscanf(line, "%*s %*s %*s %*s %511s", mountpoint) == 1 && strcmp(mountpoint, "/") == 0)
+      root_shared = strstr(line, " shared:") != NULL;
+  }
+  fclose(mi);
+  CHECK(root_shared, "/ is not shared");
+}
+
+static void test_rootfs_propagation_shared(void **state) {
+  struct bundle *bp = *state, b = *bp;
+  assert_int_equal(run_in_child(&b, child_rshared, NULL), 0);
 }
 
 /* --- case 5: in a user namespace, devices are bind mounts of the host's nodes --- */
@@ -561,8 +589,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_mount_over_proc_refused, setup_bundle, teardown_bundle),
       cmocka_unit_test_setup_teardown(test_fake_dev_null_refused, setup_bundle, teardown_bundle),
       cmocka_unit_test_setup_teardown(test_no_pivot, setup_bundle, teardown_bundle),
-      cmocka_unit_test_setup_teardown(test_userns_devices_are_binds, setup_bundle,
-                                      teardown_bundle),
+      cmocka_unit_test_setup_teardown(test_rootfs_propagation_shared, setup_bundle, teardown_bundle),
+      cmocka_unit_test_setup_teardown(test_userns_devices_are_binds, setup_bundle, teardown_bundle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

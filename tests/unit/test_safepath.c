@@ -1,11 +1,11 @@
 /* safepath: resolution confined to a root, against hostile symlinks (absolute, relative,
  * dangling, loops, "..", magic links). Everything lives in a temp dir; a sentinel directory
  * next to the root must never be touched. */
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -56,13 +56,13 @@ static int setup(void **state) {
 
   char target[256];
   snprintf(target, sizeof(target), "%s", fx->outside);
-  make_link(fx, target, "escape_abs");                    /* absolute host path */
+  make_link(fx, target, "escape_abs");                      /* absolute host path */
   make_link(fx, "../../../../../../outside", "escape_rel"); /* climbs with .. */
-  make_link(fx, "/made/by/link", "dangle");               /* dangling */
-  make_link(fx, "loop2", "loop1");                        /* loop */
+  make_link(fx, "/made/by/link", "dangle");                 /* dangling */
+  make_link(fx, "loop2", "loop1");                          /* loop */
   make_link(fx, "loop1", "loop2");
-  make_link(fx, "/etc/inroot", "to_inroot");              /* benign, inside */
-  make_link(fx, "etc/../../..", "climb");                 /* .. through a link */
+  make_link(fx, "/etc/inroot", "to_inroot"); /* benign, inside */
+  make_link(fx, "etc/../../..", "climb");    /* .. through a link */
   fx->root_fd = open(fx->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
   assert_true(fx->root_fd >= 0);
   *state = fx;
@@ -174,11 +174,9 @@ static void test_open_refuses_magic_links(void **state) {
 
 static void test_walk_absolute_and_relative_links(void **state) {
   struct fixture *fx = *state;
-  assert_int_equal(safepath_walk(fx->root_fd, "/escape_abs/secret", SAFEPATH_NO_CREATE, 0, NULL),
-                   -1);
+  assert_int_equal(safepath_walk(fx->root_fd, "/escape_abs/secret", SAFEPATH_NO_CREATE, 0, NULL), -1);
   assert_int_equal(errno, ENOENT);
-  assert_int_equal(safepath_walk(fx->root_fd, "escape_rel/secret", SAFEPATH_NO_CREATE, 0, NULL),
-                   -1);
+  assert_int_equal(safepath_walk(fx->root_fd, "escape_rel/secret", SAFEPATH_NO_CREATE, 0, NULL), -1);
   assert_int_equal(errno, ENOENT);
   int fd = safepath_walk(fx->root_fd, "../../climb/to_inroot", SAFEPATH_NO_CREATE, 0, NULL);
   assert_true(fd >= 0);
@@ -275,10 +273,8 @@ int main(void) {
       cmocka_unit_test(test_open_refuses_magic_links),
       cmocka_unit_test_setup_teardown(test_walk_absolute_and_relative_links, setup, teardown),
       cmocka_unit_test_setup_teardown(test_walk_loop, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_walk_creates_inside_through_hostile_links, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_walk_dangling_link_target_created_inside, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(test_walk_creates_inside_through_hostile_links, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_walk_dangling_link_target_created_inside, setup, teardown),
       cmocka_unit_test_setup_teardown(test_walk_file_in_the_middle, setup, teardown),
       cmocka_unit_test_setup_teardown(test_walk_root_itself, setup, teardown),
       cmocka_unit_test(test_split),
