@@ -5,11 +5,12 @@
  * anywhere else), then prepares, pivots and finalizes, and checks the result from inside. The
  * parent asserts the exit status and that the host sentinels next to the bundle were never
  * touched. Everything lives under one temp dir, removed at the end. */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first. */
+#include <cmocka.h>
 
 #include <dirent.h>
 #include <errno.h>

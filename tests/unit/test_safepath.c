@@ -1,11 +1,12 @@
 /* safepath: resolution confined to a root, against hostile symlinks (absolute, relative,
  * dangling, loops, "..", magic links). Everything lives in a temp dir; a sentinel directory
  * next to the root must never be touched. */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first. */
+#include <cmocka.h>
 
 #include <dirent.h>
 #include <errno.h>
