@@ -283,6 +283,8 @@ static void child_standard(const struct bundle *b, void *arg) {
     CHECK(access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) == 0, "memory hierarchy");
     CHECK(access("/sys/fs/cgroup/memory/cgroup.procs", F_OK) == 0, "memory hierarchy");
     check_readonly("/sys/fs/cgroup/memory");
+  } else { /* unified host: cgroup2 itself */
+    check_fs("/sys/fs/cgroup", CGROUP2_SUPER_MAGIC);
   }
   check_char_device("/dev/null", 1, 3);
   check_char_device("/dev/zero", 1, 5);
