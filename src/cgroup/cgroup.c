@@ -178,6 +178,16 @@ static int apply_resources(struct cgroup *cg, const struct spec_resources *r, co
   return cg_v1_apply_resources(cg, r, rules, n_rules, err);
 }
 
+/* On a unified host every available controller is enabled down to our cgroup. On a hybrid host
+ * the cgroup2 tree is mostly there for process tracking: enable its controllers (hugetlb here)
+ * only when the resources need one, so the host's tree is not changed for nothing. */
+static int enable_v2_controllers(struct cgroup *cg, const struct spec_resources *r, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_HYBRID &&
+      (r == NULL || (r->n_hugepage_limits == 0 && r->n_rdma == 0 && r->unified.count == 0)))
+    return 0;
+  return cg_v2_enable_controllers(cg->v2_mount, cg->path, err);
+}
+
 static int systemd_driver_error(struct cm_error **err) {
   struct stat st;
   /* sd_booted()'s test: this directory exists only when systemd is PID 1. */
@@ -209,7 +219,7 @@ int cgroup_create(const char *id, const struct spec_linux *l, enum cgroup_manage
     goto fail;
   if (cg->v2_dir != NULL) {
     if (cg_mkdir_p(cg->v2_mount, cg->path, &cg->v2_existing_depth, NULL, err) < 0 ||
-        cg_v2_enable_controllers(cg->v2_mount, cg->path, err) < 0) {
+        enable_v2_controllers(cg, l ? &l->resources : NULL, err) < 0) {
       cm_error_prefix(err, "cgroup");
       goto fail;
     }
@@ -309,6 +319,8 @@ int cgroup_update(struct cgroup *cg, const struct spec_resources *r, struct cm_e
   /* linux.devices are not known here; only replace the device policy when asked to. */
   size_t n_rules = 0;
   cleanup_free struct spec_device_rule *rules = r->n_devices > 0 ? cg_device_rules(r, NULL, 0, &n_rules) : NULL;
+  if (cg->mode == CGROUP_MODE_HYBRID && enable_v2_controllers(cg, r, err) < 0)
+    return cm_error_prefix(err, "cgroup");
   return apply_resources(cg, r, rules, n_rules, err);
 }
 
