@@ -3,6 +3,7 @@
 #ifndef CM_TEST_CGROUP_UTIL_H
 #define CM_TEST_CGROUP_UTIL_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +99,10 @@ static inline int run_in_cgroup(struct cgroup *cg, int (*fn)(void *), void *arg)
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* Children a failed assertion could leave behind; the teardown kills them. */
+static pid_t tracked_children[16];
+static size_t n_tracked_children;
+
 /* A child sleeping until killed. */
 static inline pid_t spawn_sleeper(void) {
   fflush(stdout);
@@ -106,7 +112,81 @@ static inline pid_t spawn_sleeper(void) {
     for (;;)
       pause();
   }
+  if (pid > 0 && n_tracked_children < 16)
+    tracked_children[n_tracked_children++] = pid;
   return pid;
+}
+
+/* Wait (1 s at most) for /proc/PID/status to show state, e.g. 'S' after a thaw. */
+static inline char wait_proc_state(pid_t pid, char want);
+
+/* Remove dir and its sub-directories (cgroupfs: rmdir only). */
+static inline void rmdir_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_type != DT_DIR || e->d_name[0] == '.')
+      continue;
+    char *child = NULL;
+    if (asprintf(&child, "%s/%s", dir, e->d_name) < 0)
+      abort();
+    rmdir_tree(child);
+    free(child);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+/* Teardown for every test: kill leftover children, remove every cm-test-<pid>-* cgroup in every
+ * hierarchy under cgroup_root, so a failed assertion leaves nothing behind. */
+static inline void cleanup_test_leftovers(const char *cgroup_root) {
+  for (size_t i = 0; i < n_tracked_children; i++) {
+    kill(tracked_children[i], SIGKILL);
+    waitpid(tracked_children[i], NULL, WNOHANG);
+  }
+  n_tracked_children = 0;
+  while (waitpid(-1, NULL, WNOHANG) > 0)
+    ;
+  char prefix[64];
+  snprintf(prefix, sizeof(prefix), "cm-test-%d-", (int)getpid());
+  char *roots[32];
+  size_t n_roots = 0;
+  roots[n_roots++] = strdup(cgroup_root);
+  DIR *d = opendir(cgroup_root);
+  struct dirent *e;
+  while (d != NULL && (e = readdir(d)) != NULL && n_roots < 32) {
+    if (e->d_type != DT_DIR || e->d_name[0] == '.')
+      continue;
+    char *sub = NULL;
+    if (asprintf(&sub, "%s/%s", cgroup_root, e->d_name) < 0)
+      abort();
+    roots[n_roots++] = sub;
+  }
+  if (d != NULL)
+    closedir(d);
+  for (size_t i = 0; i < n_roots; i++) {
+    for (int pass = 0; pass < 2; pass++) { /* also under /codemode */
+      char *base = NULL;
+      if (asprintf(&base, "%s%s", roots[i], pass ? "/codemode" : "") < 0)
+        abort();
+      DIR *h = opendir(base);
+      while (h != NULL && (e = readdir(h)) != NULL) {
+        if (e->d_type == DT_DIR && strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+          char *dir = NULL;
+          if (asprintf(&dir, "%s/%s", base, e->d_name) < 0)
+            abort();
+          rmdir_tree(dir);
+          free(dir);
+        }
+      }
+      if (h != NULL)
+        closedir(h);
+      free(base);
+    }
+    free(roots[i]);
+  }
 }
 
 /* The "State:" letter of /proc/PID/status. */
@@ -124,6 +204,17 @@ static inline char proc_state(pid_t pid) {
   }
   free(status);
   return c;
+}
+
+static inline char wait_proc_state(pid_t pid, char want) {
+  char st = '?';
+  for (int i = 0; i < 100; i++) {
+    st = proc_state(pid);
+    if (st == want)
+      break;
+    usleep(10000);
+  }
+  return st;
 }
 
 /* Open path read-only: 0 on success, else errno. */

@@ -11,8 +11,13 @@
 
 #include "test_cgroup_util.h"
 
-static const char *const hierarchies[] = {"memory", "pids", "cpu", "cpuset", "devices", "freezer", "blkio", "systemd",
-                                          "unified", NULL};
+static const char *const hierarchies[] = {"memory", "pids",    "cpu",     "cpuacct", "cpuset", "devices",
+                                          "freezer", "blkio", "systemd", "unified", NULL};
+
+static int teardown(void **state) {
+  cleanup_test_leftovers("/sys/fs/cgroup");
+  return 0;
+}
 
 static void assert_gone(const char *path) {
   for (size_t i = 0; hierarchies[i]; i++)
@@ -101,7 +106,7 @@ static void test_full_lifecycle(void **state) {
   ASSERT_OK(cgroup_freeze(cg, false, &err));
   assert_int_equal(cgroup_is_frozen(cg, NULL), 0);
   assert_file("freezer", path, "freezer.state", "THAWED");
-  assert_int_equal(proc_state(child), 'S');
+  assert_int_equal(wait_proc_state(child, 'S'), 'S');
 
   /* A serialized handle reopens the same cgroup. */
   char *saved = cgroup_serialize(cg);
@@ -351,16 +356,16 @@ int main(void) {
     return 0;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_full_lifecycle),
-      cmocka_unit_test(test_kill_term_and_destroy_kills_rest),
-      cmocka_unit_test(test_devices_enforced),
-      cmocka_unit_test(test_default_and_relative_paths),
-      cmocka_unit_test(test_bad_paths_and_drivers),
-      cmocka_unit_test(test_disabled_manager),
-      cmocka_unit_test(test_errors_name_field_and_clean_up),
-      cmocka_unit_test(test_hybrid_hugetlb),
-      cmocka_unit_test(test_reuse_only_when_empty),
-      cmocka_unit_test(test_update),
+      cmocka_unit_test_teardown(test_full_lifecycle, teardown),
+      cmocka_unit_test_teardown(test_kill_term_and_destroy_kills_rest, teardown),
+      cmocka_unit_test_teardown(test_devices_enforced, teardown),
+      cmocka_unit_test_teardown(test_default_and_relative_paths, teardown),
+      cmocka_unit_test_teardown(test_bad_paths_and_drivers, teardown),
+      cmocka_unit_test_teardown(test_disabled_manager, teardown),
+      cmocka_unit_test_teardown(test_errors_name_field_and_clean_up, teardown),
+      cmocka_unit_test_teardown(test_hybrid_hugetlb, teardown),
+      cmocka_unit_test_teardown(test_reuse_only_when_empty, teardown),
+      cmocka_unit_test_teardown(test_update, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
