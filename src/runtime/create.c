@@ -278,6 +278,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
   }
   if (r.stage1 == 0) {
+    /* The state dir's flock is shared by every copy of this fd: init must not keep holding it
+     * while it waits for `start`, or every later command on this id would block. */
+    close(r.dirfd);
     close(r.sock);
     struct init_config ic = {
         .spec = s,
