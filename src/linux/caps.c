@@ -131,10 +131,12 @@ static int set_ambient(uint64_t ambient, int last_cap, struct cm_error **err) {
   for (int c = 0; c <= last_cap; c++) {
     if (!(ambient & (1ULL << c)))
       continue;
-    /* Fails unless the capability is in permitted and inheritable; runc only warns, so do we. */
+    /* Fails unless the capability is in permitted and inheritable. runc's own default config
+     * lists ambient caps without inheritable ones, so this is routine: a debug line, not a
+     * warning on every run. */
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0) {
       char name[64];
-      cm_warn("cannot raise ambient capability %s: %s", cap_display_name(c, name, sizeof(name)),
+      cm_debug("cannot raise ambient capability %s: %s", cap_display_name(c, name, sizeof(name)),
               strerror(errno));
     }
   }
