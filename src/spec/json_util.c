@@ -131,9 +131,39 @@ static bool json_has_escaped_nul(const char *text, size_t len) {
   return false;
 }
 
+/* Nesting deeper than any real document needs. yajl_tree_free() recurses once per level, so a
+ * few hundred KB of "[[[[…" would otherwise overflow the stack (found by fuzzing). */
+#define JSON_MAX_DEPTH 512
+
+static bool json_too_deep(const char *text, size_t len) {
+  bool in_string = false;
+  size_t depth = 0;
+  for (size_t i = 0; i < len; i++) {
+    char ch = text[i];
+    if (in_string) {
+      if (ch == '\\')
+        i++; /* skip the escaped character */
+      else if (ch == '"')
+        in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > JSON_MAX_DEPTH)
+        return true;
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return false;
+}
+
 yajl_val json_parse(const char *text, size_t len, const char *label, struct cm_error **err) {
   if (memchr(text, '\0', len) != NULL || json_has_escaped_nul(text, len)) {
     cm_error_set(err, 0, "%s: invalid JSON: NUL character in input", label);
+    return NULL;
+  }
+  if (json_too_deep(text, len)) {
+    cm_error_set(err, 0, "%s: invalid JSON: nested deeper than %d levels", label, JSON_MAX_DEPTH);
     return NULL;
   }
   char *copy = malloc(len + 1);
