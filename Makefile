@@ -39,11 +39,13 @@ all: $(B)/codemode
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(B)/libcodemode.a: $(LIB_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "  AR      $@"
+	@ar rcs $@ $^
 
 $(B)/codemode: $(CLI_OBJS) $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(B)/libcodemode.a $(LDLIBS)
@@ -95,7 +97,8 @@ $(B)/fuzz/%.o: %.c
 
 $(B)/fuzz/libfuzzlib.a: $(FUZZ_LIB_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "  AR      $@"
+	@ar rcs $@ $^
 
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/fuzz/libfuzzlib.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/fuzz/libfuzzlib.a $(PKG_LIBS)

@@ -110,6 +110,27 @@ static int resolve_paths(const struct spec *s, const struct create_options *o, c
   return 0;
 }
 
+static int keep_config(int dirfd, const struct create_options *o, const char *bundle, struct cm_error **err) {
+  cleanup_free char *dflt = NULL;
+  const char *src = o->config_path;
+  if (src == NULL) {
+    if (asprintf(&dflt, "%s/config.json", bundle) < 0)
+      abort();
+    src = dflt;
+  }
+  cleanup_close int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    return cm_error_set(err, errno, "keep a copy of %s", src);
+  struct stat st;
+  if (fstat(in, &st) < 0)
+    return cm_error_set(err, errno, "keep a copy of %s", src);
+  cleanup_free char *buf = malloc((size_t)st.st_size + 1);
+  ssize_t n = read(in, buf, (size_t)st.st_size);
+  if (n < 0)
+    return cm_error_set(err, errno, "keep a copy of %s", src);
+  return write_file_atomic(dirfd, "config.json", buf, (size_t)n, 0600, err);
+}
+
 struct create_run {
   const struct runtime_context *ctx;
   const struct create_options *opts;
@@ -247,8 +268,6 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   r.st.created = now_rfc3339();
   r.st.owner = strdup("");
   r.st.annotations = s->annotations;
-  for (int k = 0; k < SPEC_HOOK_KIND_COUNT; k++)
-    r.st.keeps_config |= s->hooks[k].count > 0 && (k == SPEC_HOOK_POSTSTART || k == SPEC_HOOK_POSTSTOP);
 
   if (mkfifoat(r.dirfd, "exec.fifo", 0600) < 0) {
     cm_error_set(err, errno, "create exec.fifo");
@@ -308,23 +327,10 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   r.st.pid_start_time = proc_pid_start_time(r.init);
   if (r.cgroup)
     r.st.cgroup = cgroup_serialize(r.cgroup);
-  if (r.st.keeps_config && opts->config_path == NULL && opts->spec == NULL) {
-    /* Hooks run at start/delete read the config as it was at create. */
-    cleanup_free char *src = NULL;
-    if (asprintf(&src, "%s/config.json", r.st.bundle) < 0)
-      abort();
-    if (symlinkat(src, r.dirfd, "config.json") < 0) {
-      cm_error_set(err, errno, "keep config.json");
-      goto fail;
-    }
-  } else if (r.st.keeps_config) {
-    const char *src = opts->config_path;
-    char buf[PATH_MAX];
-    if (src == NULL || realpath(src, buf) == NULL || symlinkat(buf, r.dirfd, "config.json") < 0) {
-      cm_error_set(err, errno, "keep config.json");
-      goto fail;
-    }
-  }
+  /* exec, poststart and poststop read the config as it was at create, whatever happens to the
+   * bundle afterwards. */
+  if (keep_config(r.dirfd, opts, r.st.bundle, err) < 0)
+    goto fail;
   if (state_write(r.dirfd, &r.st, err) < 0)
     goto fail;
   if (opts->pid_file && write_pid_file(opts->pid_file, r.init, err) < 0)

@@ -13,62 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/container.h"
 #include "runtime/hooks.h"
 #include "runtime/runtime.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
-
-struct opened {
-  int dirfd;
-  struct container_state st;
-  enum container_status status;
-  struct cgroup *cgroup;
-};
-
-static void opened_close(struct opened *o) {
-  if (o->dirfd >= 0)
-    close(o->dirfd);
-  if (o->cgroup)
-    cgroup_free(o->cgroup);
-  container_state_clear(&o->st);
-  o->dirfd = -1;
-  o->cgroup = NULL;
-}
-
-static int container_open(const struct runtime_context *ctx, const char *id, struct opened *o,
-                          struct cm_error **err) {
-  memset(o, 0, sizeof(*o));
-  o->dirfd = state_dir_open_locked(ctx->root, id, err);
-  if (o->dirfd < 0)
-    return -1;
-  int r = state_read(o->dirfd, id, &o->st, err);
-  if (r < 0) {
-    opened_close(o);
-    return -1;
-  }
-  if (r == 1) {
-    /* A state dir without state.json: a create that is still running, or one that was killed
-     * before it finished. The lock we hold says no create is running (create holds it until
-     * the state is written), so this is the leftover of a killed create. */
-    o->status = STATUS_CREATING;
-    o->st.id = strdup(id);
-    return 0;
-  }
-  o->status = state_status(o->dirfd, &o->st);
-  if (o->st.cgroup) {
-    struct cm_error *ignored = NULL;
-    o->cgroup = cgroup_deserialize(o->st.cgroup, &ignored);
-    cm_error_freep(&ignored);
-  }
-  if (o->status == STATUS_RUNNING && o->cgroup) {
-    struct cm_error *ignored = NULL;
-    if (cgroup_is_frozen(o->cgroup, &ignored) == 1)
-      o->status = STATUS_PAUSED;
-    cm_error_freep(&ignored);
-  }
-  return 0;
-}
 
 static struct spec *load_kept_config(int dirfd, struct cm_error **err) {
   char path[64];
@@ -76,9 +26,7 @@ static struct spec *load_kept_config(int dirfd, struct cm_error **err) {
   return spec_load_file(path, "config.json", err);
 }
 
-static void run_hooks_logged(const struct opened *o, enum spec_hook_kind kind, const char *status) {
-  if (!o->st.keeps_config)
-    return;
+static void run_hooks_logged(const struct container *o, enum spec_hook_kind kind, const char *status) {
   struct cm_error *err = NULL;
   struct spec *s = load_kept_config(o->dirfd, &err);
   if (s && s->hooks[kind].count) {
@@ -95,7 +43,7 @@ static void run_hooks_logged(const struct opened *o, enum spec_hook_kind kind, c
 }
 
 int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
-  struct opened o;
+  struct container o;
   if (container_open(ctx, id, &o, err) < 0)
     return -1;
   int rc = -1;
@@ -122,12 +70,12 @@ int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_e
 out:
   if (fd >= 0)
     close(fd);
-  opened_close(&o);
+  container_close(&o);
   return rc;
 }
 
 /* pidfd: the signal reaches the process we checked, never one that reused its pid. */
-static int signal_init(const struct opened *o, int signo, struct cm_error **err) {
+static int signal_init(const struct container *o, int signo, struct cm_error **err) {
   cleanup_close int pidfd = pidfd_open(o->st.pid, 0);
   if (pidfd < 0 || !state_pid_alive(o->st.pid, o->st.pid_start_time))
     return cm_error_set(err, 0, "container not running");
@@ -140,7 +88,7 @@ static int signal_init(const struct opened *o, int signo, struct cm_error **err)
 }
 
 int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, bool all, struct cm_error **err) {
-  struct opened o;
+  struct container o;
   if (container_open(ctx, id, &o, err) < 0)
     return -1;
   int rc;
@@ -150,7 +98,7 @@ int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, b
     rc = cgroup_kill_all(o.cgroup, signo, err);
   else
     rc = signal_init(&o, signo, err);
-  opened_close(&o);
+  container_close(&o);
   return rc;
 }
 
@@ -169,7 +117,7 @@ static bool wait_gone(const struct container_state *st, int timeout_ms) {
 }
 
 int runtime_delete(const struct runtime_context *ctx, const char *id, bool force, struct cm_error **err) {
-  struct opened o;
+  struct container o;
   if (container_open(ctx, id, &o, err) < 0)
     return -1;
   int rc = -1;
@@ -201,12 +149,12 @@ int runtime_delete(const struct runtime_context *ctx, const char *id, bool force
     run_hooks_logged(&o, SPEC_HOOK_POSTSTOP, "stopped");
   rc = state_dir_remove(ctx->root, id, err);
 out:
-  opened_close(&o);
+  container_close(&o);
   return rc;
 }
 
 char *runtime_state_json(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
-  struct opened o;
+  struct container o;
   if (container_open(ctx, id, &o, err) < 0)
     return NULL;
   char *json = NULL;
@@ -216,7 +164,7 @@ char *runtime_state_json(const struct runtime_context *ctx, const char *id, stru
   } else {
     json = state_oci_json(&o.st, container_status_name(o.status));
   }
-  opened_close(&o);
+  container_close(&o);
   return json;
 }
 
@@ -235,7 +183,7 @@ int runtime_list(const struct runtime_context *ctx, struct container_summary **o
   while ((de = readdir(d)) != NULL) {
     if (de->d_name[0] == '.' || container_id_validate(de->d_name, NULL) < 0)
       continue;
-    struct opened o;
+    struct container o;
     struct cm_error *ignored = NULL;
     if (container_open(ctx, de->d_name, &o, &ignored) < 0) {
       cm_error_freep(&ignored);
@@ -252,7 +200,7 @@ int runtime_list(const struct runtime_context *ctx, struct container_summary **o
     s->bundle = strdup(o.st.bundle ? o.st.bundle : "");
     s->created = strdup(o.st.created ? o.st.created : "");
     s->owner = strdup(o.st.owner ? o.st.owner : "");
-    opened_close(&o);
+    container_close(&o);
   }
   closedir(d);
   return 0;

@@ -217,8 +217,6 @@ int state_write(int dirfd, const struct container_state *st, struct cm_error **e
   gen_kv_str(g, "created", st->created);
   gen_kv_str(g, "owner", st->owner);
   gen_kv_str(g, "cgroup", st->cgroup);
-  gen_str(g, "keepsConfig");
-  yajl_gen_bool(g, st->keeps_config);
   gen_annotations(g, &st->annotations);
   yajl_gen_map_close(g);
   cleanup_free char *json = gen_finish(g);
@@ -259,14 +257,11 @@ int state_read(int dirfd, const char *id, struct container_state *st, struct cm_
   st->created = dup_string(root, "created");
   st->owner = dup_string(root, "owner");
   st->cgroup = dup_string(root, "cgroup");
-  const char *pid_path[] = {"pid", NULL}, *start_path[] = {"pidStartTime", NULL},
-             *hooks_path[] = {"keepsConfig", NULL}, *ann_path[] = {"annotations", NULL};
+  const char *pid_path[] = {"pid", NULL}, *start_path[] = {"pidStartTime", NULL}, *ann_path[] = {"annotations", NULL};
   yajl_val v = yajl_tree_get(root, pid_path, yajl_t_number);
   st->pid = v ? (pid_t)YAJL_GET_INTEGER(v) : 0;
   v = yajl_tree_get(root, start_path, yajl_t_number);
   st->pid_start_time = v ? (uint64_t)YAJL_GET_INTEGER(v) : 0;
-  v = yajl_tree_get(root, hooks_path, yajl_t_any);
-  st->keeps_config = v && YAJL_IS_TRUE(v);
   v = yajl_tree_get(root, ann_path, yajl_t_object);
   if (v && v->u.object.len) {
     st->annotations.items = calloc(v->u.object.len, sizeof(struct spec_kv));

@@ -3,7 +3,7 @@
  *   state.json   what later commands need (pid + its start time, bundle, cgroup, …), written
  *                atomically (temp file, fsync, rename): never half-written.
  *   exec.fifo    exists from create until start: init blocks reading it.
- *   config.json  a copy of the config, kept only when poststop hooks need it at delete.
+ *   config.json  a copy of the config as it was at create (exec and the hooks read it).
  *
  * The status is derived, not stored: init's pid alive (same start time, not a zombie) and the
  * fifo present → created; alive and frozen → paused; alive → running; otherwise stopped. */
@@ -26,7 +26,6 @@ struct container_state {
   char *owner;
   char *cgroup;  /* cgroup_serialize() or NULL */
   struct spec_kv_list annotations;
-  bool keeps_config;
 };
 
 enum container_status {

@@ -1,0 +1,51 @@
+/* Opening an existing container for one operation. */
+#include "runtime/container.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void container_close(struct container *o) {
+  if (o->dirfd >= 0)
+    close(o->dirfd);
+  if (o->cgroup)
+    cgroup_free(o->cgroup);
+  container_state_clear(&o->st);
+  o->dirfd = -1;
+  o->cgroup = NULL;
+}
+
+int container_open(const struct runtime_context *ctx, const char *id, struct container *o,
+                          struct cm_error **err) {
+  memset(o, 0, sizeof(*o));
+  o->dirfd = state_dir_open_locked(ctx->root, id, err);
+  if (o->dirfd < 0)
+    return -1;
+  int r = state_read(o->dirfd, id, &o->st, err);
+  if (r < 0) {
+    container_close(o);
+    return -1;
+  }
+  if (r == 1) {
+    /* A state dir without state.json: a create that is still running, or one that was killed
+     * before it finished. The lock we hold says no create is running (create holds it until
+     * the state is written), so this is the leftover of a killed create. */
+    o->status = STATUS_CREATING;
+    o->st.id = strdup(id);
+    return 0;
+  }
+  o->status = state_status(o->dirfd, &o->st);
+  if (o->st.cgroup) {
+    struct cm_error *ignored = NULL;
+    o->cgroup = cgroup_deserialize(o->st.cgroup, &ignored);
+    cm_error_freep(&ignored);
+  }
+  if (o->status == STATUS_RUNNING && o->cgroup) {
+    struct cm_error *ignored = NULL;
+    if (cgroup_is_frozen(o->cgroup, &ignored) == 1)
+      o->status = STATUS_PAUSED;
+    cm_error_freep(&ignored);
+  }
+  return 0;
+}
+
