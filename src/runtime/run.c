@@ -15,6 +15,7 @@
 
 #include "linux/console.h"
 #include "runtime/runtime.h"
+#include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -139,7 +140,9 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
   rc = 0;
   if (!keep) {
     struct cm_error *derr = NULL;
-    if (runtime_delete(ctx, o.id, true, &derr) < 0) {
+    /* Someone may have deleted it already (delete --force while we waited): nothing to do. */
+    cleanup_free char *dir = state_dir_path(ctx->root, o.id);
+    if (access(dir, F_OK) == 0 && runtime_delete(ctx, o.id, true, &derr) < 0) {
       cleanup_free char *msg = cm_error_format(derr);
       cm_warn("delete after run: %s", msg);
       cm_error_free(derr);
