@@ -110,3 +110,11 @@ fuzz: $(FUZZ_BINS)
 
 .PHONY: fuzz fuzz-bins
 -include $(FUZZ_LIB_OBJS:.o=.d)
+
+# Side-by-side start-up benchmark: codemode vs runc vs crun (tests/bench/run.sh; issue 7).
+# Reports only, never fails on timings. CI: make bench BENCH_RUNS=5
+BENCH_RUNS ?= 50
+bench: all
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/run.sh
+
+.PHONY: bench

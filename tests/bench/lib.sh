@@ -1,0 +1,119 @@
+# shellcheck shell=bash
+# Shared by tests/bench/run.sh and tests/bench/profile.sh: the bundles, the cgroup2 environment,
+# the runtime command lines and the cleanup. Source it from a bash script with `set -euo pipefail`.
+
+bench_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bench_top=$(cd "$bench_here/../.." && pwd)
+# shellcheck source=rootfs-tools/lib.sh
+. "$bench_top/rootfs-tools/lib.sh"
+
+bench_log() { echo "bench: $*" >&2; }
+bench_die() {
+  echo "bench: $*" >&2
+  exit 1
+}
+
+# True when /sys/fs/cgroup is a cgroup2 mount (a native v2 host, or our private namespace).
+bench_is_cgroup2() {
+  [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]
+}
+
+# bench_enter_cgroup2 SCRIPT ARGS...: on a hybrid/v1 host, re-run SCRIPT inside a private mount
+# namespace where cgroup2 is mounted at /sys/fs/cgroup (DESIGN.md §5), so runc, crun and codemode
+# all see the same unified view. On a native v2 host this returns and the caller runs directly.
+# The namespace (and every mount made in it) goes away when the script exits.
+bench_enter_cgroup2() {
+  local script=$1
+  shift
+  if [ -n "${BENCH_IN_NS:-}" ]; then
+    # Inside the namespace: never let our mounts propagate back to the host.
+    mount --make-rprivate /
+    if ! bench_is_cgroup2; then
+      umount -l /sys/fs/cgroup
+      mount -t cgroup2 none /sys/fs/cgroup
+    fi
+    bench_is_cgroup2 || bench_die "could not mount cgroup2 at /sys/fs/cgroup"
+    return 0
+  fi
+  bench_is_cgroup2 && return 0
+  command -v unshare >/dev/null || bench_die "hybrid cgroup host and no unshare(1)"
+  BENCH_IN_NS=1 exec unshare -m --propagation private bash "$script" "$@"
+}
+
+# bench_make_bundles DIR: DIR/true (args /bin/true) and DIR/sleep (args sleep 1000, same rootfs
+# through an absolute root.path). Both configs are identical otherwise and used by all runtimes:
+# terminal false; no linux.resources.devices (crun would try to raise RLIMIT_MEMLOCK for its
+# device eBPF program, which this host forbids); ociVersion 1.0.2 (crun 1.8.1 rejects 1.2.0).
+bench_make_bundles() {
+  local dir=$1
+  rt_need_jq
+  # Always the embedded default config: the same bytes whatever state codemode is in.
+  CODEMODE='' "$bench_top/rootfs-tools/make-busybox-bundle.sh" "$dir/true" 2>/dev/null
+  bundle_jq "$dir/true" '.ociVersion = "1.0.2" | .process.terminal = false | .process.args = ["/bin/true"]
+    | del(.linux.resources.devices)'
+  mkdir -p "$dir/sleep"
+  jq --arg root "$dir/true/rootfs" '.process.args = ["sleep", "1000"] | .root.path = $root' \
+    "$dir/true/config.json" >"$dir/sleep/config.json"
+}
+
+# bench_runtime_argv NAME STATEDIR: sets the array RT to the runtime's binary plus --root.
+# NAME is crun, runc or codemode (CODEMODE names its binary).
+bench_runtime_argv() {
+  local name=$1 state=$2 bin
+  case $name in
+    codemode) bin=${CODEMODE:-$bench_top/build/codemode} ;;
+    *) bin=$(command -v "$name") || return 1 ;;
+  esac
+  [ -x "$bin" ] || return 1
+  RT=("$bin" --root "$state")
+}
+
+# bench_cleanup_runtime NAME STATEDIR PREFIX: delete --force every container the runtime lists in
+# STATEDIR (and any id starting with PREFIX it may have half-created), then remove STATEDIR.
+bench_cleanup_runtime() {
+  local name=$1 state=$2 prefix=$3 id
+  [ -d "$state" ] || return 0
+  if bench_runtime_argv "$name" "$state"; then
+    # `list -q` is runc/crun's ids-only format; fall back to the first column of the table.
+    {
+      timeout -k 2 10 "${RT[@]}" list -q 2>/dev/null ||
+        timeout -k 2 10 "${RT[@]}" list 2>/dev/null | awk 'NR > 1 { print $1 }'
+      ls "$state" 2>/dev/null
+    } 2>/dev/null | sort -u | while IFS= read -r id; do
+      [ -n "$id" ] || continue
+      timeout -k 2 20 "${RT[@]}" delete --force "$id" </dev/null >/dev/null 2>&1 ||
+        bench_log "warning: $name delete --force $id failed"
+    done || true
+  fi
+  rm -rf "$state"
+  # A cgroup a runtime failed to remove (its processes gone) is removed here so nothing is left.
+  local cg
+  for cg in /sys/fs/cgroup/"$prefix"*; do
+    [ -d "$cg" ] || continue
+    if [ -s "$cg/cgroup.procs" ]; then
+      bench_log "warning: $cg still has processes: $(tr '\n' ' ' <"$cg/cgroup.procs")"
+      continue
+    fi
+    find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || bench_log "warning: could not remove $cg"
+  done
+}
+
+# bench_kill_strays DIR: SIGKILL runtime processes still running with DIR (our unique temp dir)
+# in their command line — a hung runtime outliving its timeout. Prints what it killed.
+bench_kill_strays() {
+  local dir=$1 pid
+  for pid in $(pgrep -f -- "$dir" 2>/dev/null); do
+    [ "$pid" = "$$" ] && continue
+    echo "process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-150)"
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+}
+
+# bench_leftovers PREFIX: print the cgroups our containers left behind; empty when clean.
+bench_leftovers() {
+  local prefix=$1 cg
+  for cg in /sys/fs/cgroup/"$prefix"*; do
+    [ -e "$cg" ] && echo "cgroup $cg"
+  done
+  return 0
+}

@@ -1,0 +1,255 @@
+#!/bin/bash
+# tests/bench/run.sh — codemode, runc and crun side by side on the same bundle and config (issue 7).
+#
+# Measures, per runtime, with hyperfine: `run` of /bin/true; create + start + delete --force
+# (youki's method); `exec` of /bin/true into a running container; `codemode-run` one-shot (codemode
+# only, once built); peak RSS of `run` (/usr/bin/time %M); `create` with 1, 10 and 100 containers
+# already running. Writes tests/bench/results/latest.md (also printed) and latest.png; the raw
+# hyperfine JSON goes to tests/bench/results/raw/. Timings are reported, never judged: the exit
+# status is non-zero only when a runtime failed to run a container.
+#
+# Environment:
+#   BENCH_RUNS       timed runs per measurement (default 50; CI passes a small count)
+#   BENCH_WARMUP     warm-up runs (default 3, at most BENCH_RUNS)
+#   BENCH_RUNTIMES   which runtimes, in table order (default "crun runc codemode")
+#   BENCH_SCALE      running-container counts for the create measurement (default "1 10 100")
+#   CODEMODE         codemode binary (default build/codemode); CODEMODE_RUN: codemode-run binary
+#   BENCH_RESULTS    output directory (default tests/bench/results)
+#   BENCH_TIMEOUT    seconds after which one runtime command counts as hung (default 20)
+#
+# On a hybrid cgroup host everything runs in a private mount namespace with cgroup2 mounted at
+# /sys/fs/cgroup (DESIGN.md §5); on a native cgroup v2 host it runs directly. Every container,
+# state dir, cgroup and temp dir it creates is removed on exit, also on failure or Ctrl-C.
+set -euo pipefail
+
+self=$(readlink -f "${BASH_SOURCE[0]}")
+# shellcheck source=tests/bench/lib.sh
+. "$(dirname "$self")/lib.sh"
+
+if [ -z "${BENCH_IN_NS:-}" ]; then
+  [ "$(id -u)" -eq 0 ] || bench_die "run as root (containers need it)"
+  rt_ensure_packages hyperfine gnuplot-nox time jq busybox-static
+fi
+bench_enter_cgroup2 "$self" "$@"
+
+runs=${BENCH_RUNS:-50}
+[[ $runs =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_RUNS=$runs: want a positive number"
+warmup=${BENCH_WARMUP:-3}
+[ "$warmup" -le "$runs" ] || warmup=$runs
+runtimes=${BENCH_RUNTIMES:-crun runc codemode}
+scale=${BENCH_SCALE:-1 10 100}
+export CODEMODE=${CODEMODE:-$bench_top/build/codemode}
+codemode_run=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
+results=${BENCH_RESULTS:-$bench_here/results}
+hf_style=${BENCH_STYLE:-basic}
+limit=${BENCH_TIMEOUT:-20} # seconds one runtime command may take before it counts as hung
+
+started=$(date +%s)
+work=$(mktemp -d /tmp/codemode-bench.XXXXXX)
+prefix="cmbench$$-" # container ids and so cgroup names: ours alone, whatever else runs
+tsv=$work/results.tsv
+errlog=$work/errors.log
+mkdir -p "$work/raw" "$work/state"
+: >"$tsv"
+
+cleanup() {
+  local rc=$? name left
+  trap - EXIT INT TERM
+  set +e # clean up as much as possible, whatever fails
+  left=$(bench_kill_strays "$work")
+  for name in $runtimes; do
+    bench_cleanup_runtime "$name" "$work/state/$name" "$prefix"
+  done
+  left=$(printf '%s\n%s\n' "$left" "$(bench_leftovers "$prefix")" | sed '/^$/d')
+  if [ -n "$left" ]; then
+    bench_log "left behind after cleanup:"
+    echo "$left" >&2
+    rc=1
+  fi
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+failures=0
+
+# record KEY RUNTIME STATUS MEDIAN STDDEV MIN MAX NOTE — one result row (ms, or KB for rss).
+record() {
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$tsv"
+}
+
+# fail KEY RUNTIME WHAT: record a failure with the runtime's last error line.
+fail() {
+  local msg
+  msg=$(grep -v '^\s*$' "$errlog" 2>/dev/null | tail -1 | cut -c1-120 | tr '\t|' '  ')
+  bench_log "$2: $3 failed: ${msg:-no error output}"
+  record "$1" "$2" fail - - - - "$3 failed: ${msg:-?}"
+  failures=$((failures + 1))
+}
+
+# q ARGS...: the arguments as one shell-quoted string (hyperfine parses commands like a shell).
+q() { printf '%q ' "$@"; }
+
+# hf KEY RUNTIME HYPERFINE-ARGS... COMMAND: time COMMAND; record median/stddev/min/max in ms.
+hf() {
+  local key=$1 name=$2 json=$work/raw/$1-$2.json
+  shift 2
+  # A hung runtime must not hang the bench: bound the whole hyperfine call.
+  if ! timeout -k 5 $((limit * (runs + warmup) + 30)) hyperfine --runs "$runs" --warmup "$warmup" --style "$hf_style" --export-json "$json" \
+    --command-name "$name $key" "$@" 2>>"$errlog"; then
+    fail "$key" "$name" "$key"
+    return 1
+  fi
+  record "$key" "$name" ok $(jq -r '.results[0] | [.median, .stddev, .min, .max]
+    | map(. * 1000 * 1000 | round / 1000) | @tsv' "$json") ""
+}
+
+# once COMMAND...: run COMMAND once, quietly, killed after $limit s; stderr to the error log.
+# timeout(1) signals its whole process group, so a hung runtime's helpers go too.
+once() {
+  timeout -k 5 "$limit" "$@" </dev/null >/dev/null 2>>"$errlog"
+}
+
+bench_log "building the busybox bundle in $work"
+bench_make_bundles "$work"
+true_bundle=$work/true
+sleep_bundle=$work/sleep
+
+measure_run() {
+  local name=$1 id=${prefix}run
+  once "${RT[@]}" run --bundle "$true_bundle" "$id" || { fail run "$name" run; return 1; }
+  hf run "$name" -N "$(q "${RT[@]}" run --bundle "$true_bundle" "$id")" || true
+}
+
+measure_create_start_delete() {
+  local name=$1 id=${prefix}csd r
+  r=$(q "${RT[@]}")
+  if ! once sh -c "$r create --bundle $(q "$true_bundle") $id && $r start $id && $r delete --force $id"; then
+    fail csd "$name" "create+start+delete"
+    once "${RT[@]}" delete --force "$id" || true
+    return
+  fi
+  # youki's method: three runtime invocations per sample, through one sh.
+  hf csd "$name" "$r create --bundle $(q "$true_bundle") $id && $r start $id && $r delete --force $id" || true
+  once "${RT[@]}" delete --force "$id" || true
+}
+
+measure_exec() {
+  local name=$1 id=${prefix}exec
+  if [ "$name" = codemode ] && ! "${RT[@]}" exec --help >/dev/null 2>&1; then
+    record exec "$name" skip - - - - "exec: not implemented yet"
+    return
+  fi
+  once "${RT[@]}" run --detach --bundle "$sleep_bundle" "$id" || { fail exec "$name" "run --detach"; return; }
+  if once "${RT[@]}" exec "$id" /bin/true; then
+    hf exec "$name" -N "$(q "${RT[@]}" exec "$id" /bin/true)" || true
+  else
+    fail exec "$name" exec
+  fi
+  once "${RT[@]}" delete --force "$id" || true
+}
+
+measure_oneshot() {
+  local name=$1
+  if [ "$name" != codemode ]; then
+    record oneshot "$name" na - - - - ""
+    return
+  fi
+  if [ ! -x "$codemode_run" ]; then
+    record oneshot "$name" skip - - - - "codemode-run: not built yet"
+    return
+  fi
+  local cmd=("$codemode_run")
+  # Its state must stay in our temp dir when it has a state dir at all.
+  "$codemode_run" --help 2>&1 | grep -q -- '--root' && cmd+=(--root "$work/state/codemode-run")
+  cmd+=("$true_bundle")
+  once "${cmd[@]}" || { fail oneshot "$name" codemode-run; return; }
+  hf oneshot "$name" -N "$(q "${cmd[@]}")" || true
+}
+
+# Peak RSS of one `run`: /usr/bin/time's %M is the largest resident set among the runtime and the
+# processes it waited for (for runc, its Go `runc init` too). Median over min(runs, 20) samples.
+measure_rss() {
+  local name=$1 id=${prefix}rss i n=$runs samples=$work/rss-$1
+  [ "$n" -le 20 ] || n=20
+  : >"$samples"
+  for ((i = 0; i < n; i++)); do
+    if ! timeout -k 5 "$limit" /usr/bin/time -f %M -o "$work/rss.one" "${RT[@]}" run --bundle "$true_bundle" "$id" \
+      </dev/null >/dev/null 2>>"$errlog"; then
+      fail rss "$name" "run under /usr/bin/time"
+      return
+    fi
+    tail -1 "$work/rss.one" >>"$samples"
+  done
+  record rss "$name" ok $(sort -n "$samples" | awk '
+    { v[NR] = $1; s += $1; ss += $1 * $1 }
+    END {
+      med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      m = s / NR; var = NR > 1 ? (ss - NR * m * m) / (NR - 1) : 0
+      printf "%s\t%.1f\t%s\t%s", med, (var > 0 ? sqrt(var) : 0), v[1], v[NR]
+    }') ""
+}
+
+# `create` latency with N containers already running (sleep 1000): how cost grows with N.
+measure_create_scale() {
+  local name=$1 probe=${prefix}probe running=0 n r
+  r=$(q "${RT[@]}")
+  for n in $scale; do
+    while [ "$running" -lt "$n" ]; do
+      if ! once "${RT[@]}" run --detach --bundle "$sleep_bundle" "${prefix}s$running"; then
+        fail "create$n" "$name" "starting container $((running + 1)) of $n"
+        break 2
+      fi
+      running=$((running + 1))
+    done
+    # The created probe waits for `start`; the next sample's prepare step deletes it.
+    if ! once "${RT[@]}" create --bundle "$sleep_bundle" "$probe"; then
+      fail "create$n" "$name" create
+      break
+    fi
+    hf "create$n" "$name" -N --prepare "sh -c '$r delete --force $probe >/dev/null 2>&1 || true'" \
+      "$r create --bundle $(q "$sleep_bundle") $probe" || true
+    once "${RT[@]}" delete --force "$probe" || true
+  done
+  local i
+  for ((i = 0; i < running; i++)); do
+    once "${RT[@]}" delete --force "${prefix}s$i" || bench_log "$name: delete ${prefix}s$i failed"
+  done
+}
+
+for name in $runtimes; do
+  state=$work/state/$name
+  if ! bench_runtime_argv "$name" "$state"; then
+    bench_log "$name: not installed / not built; skipped"
+    for key in run csd exec oneshot rss; do record "$key" "$name" skip - - - - "$name: not available"; done
+    for n in $scale; do record "create$n" "$name" skip - - - - "$name: not available"; done
+    [ "$name" = codemode ] && failures=$((failures + 1))
+    continue
+  fi
+  bench_log "=== $name ($("${RT[@]}" --version 2>/dev/null | head -1))"
+  : >"$errlog"
+  if ! measure_run "$name"; then
+    # Everything else needs a working `run`; don't wait out a timeout per measurement.
+    for key in csd exec oneshot rss; do record "$key" "$name" skip - - - - "skipped: run fails"; done
+    for n in $scale; do record "create$n" "$name" skip - - - - "skipped: run fails"; done
+    bench_cleanup_runtime "$name" "$state" "$prefix"
+    continue
+  fi
+  measure_create_start_delete "$name"
+  measure_exec "$name"
+  measure_oneshot "$name"
+  measure_rss "$name"
+  measure_create_scale "$name"
+  bench_cleanup_runtime "$name" "$state" "$prefix"
+done
+
+mkdir -p "$results/raw"
+rm -f "$results"/raw/*.json
+cp "$work"/raw/*.json "$results/raw/" 2>/dev/null || true
+BENCH_RUNS=$runs BENCH_WARMUP=$warmup BENCH_RUNTIMES=$runtimes BENCH_SCALE=$scale \
+  BENCH_ELAPSED=$(($(date +%s) - started)) \
+  "$bench_here/report.sh" "$tsv" "$results/latest.md" "$results/latest.png"
+cat "$results/latest.md"
+[ "$failures" -eq 0 ] || bench_log "$failures measurement(s) failed; see the table"
+[ "$failures" -eq 0 ]
