@@ -115,7 +115,7 @@ static int move_above_stdio(int *fd) {
   return 0;
 }
 
-int console_setup(const struct spec_process *p, struct cm_error **err) {
+static int console_setup_common(const struct spec_process *p, bool bind_console, struct cm_error **err) {
   cleanup_close int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (master < 0 || move_above_stdio(&master) < 0)
     return cm_error_set(err, errno, "console: open /dev/ptmx");
@@ -137,7 +137,7 @@ int console_setup(const struct spec_process *p, struct cm_error **err) {
   }
   /* /dev/console first: a failure here leaves our stdio and session untouched. */
   cleanup_close int console = -1;
-  if (open_console_target(&console, err) < 0)
+  if (bind_console && open_console_target(&console, err) < 0)
     return -1;
   if (console >= 0 && bind_slave_over(slave, console, err) < 0)
     return -1;
@@ -148,4 +148,12 @@ int console_setup(const struct spec_process *p, struct cm_error **err) {
     if (dup2(slave, target) < 0)
       return cm_error_set(err, errno, "console: dup pty slave onto fd %d", target);
   return cm_steal_fd(&master);
+}
+
+int console_setup(const struct spec_process *p, struct cm_error **err) {
+  return console_setup_common(p, true, err);
+}
+
+int console_setup_exec(const struct spec_process *p, struct cm_error **err) {
+  return console_setup_common(p, false, err);
 }

@@ -11,6 +11,9 @@
  * consoleSize, make the slave the controlling terminal and stdin/stdout/stderr, bind it over
  * /dev/console if that exists. Returns the master fd (O_CLOEXEC) to hand to the runtime. */
 int console_setup(const struct spec_process *p, struct cm_error **err);
+/* The same for a process exec'd into a running container: /dev/console is left alone (it is
+ * init's, and a bind here would stack a mount in the container's mount namespace per exec). */
+int console_setup_exec(const struct spec_process *p, struct cm_error **err);
 
 /* Runtime side (`--console-socket`): connect to the unix socket at `socket_path` and pass
  * `master_fd` over SCM_RIGHTS, as containerd's shim expects. */
