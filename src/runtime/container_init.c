@@ -144,7 +144,7 @@ static bool is_executable_file(const char *path) {
 
 /* Resolve args[0] against the container's PATH now, so a missing binary fails `create` with a
  * clear message instead of a silent exit after `start`. */
-static char *find_executable(const struct spec_process *p, struct cm_error **err) {
+char *process_find_executable(const struct spec_process *p, struct cm_error **err) {
   const char *name = p->args.items[0];
   if (strchr(name, '/')) {
     if (!is_executable_file(name))
@@ -170,7 +170,7 @@ static char *find_executable(const struct spec_process *p, struct cm_error **err
 
 /* runc and Docker give the process HOME from the container's /etc/passwd when the config has
  * none; read after pivot_root, so the file is the container's own. */
-static char **env_with_home(const struct spec_process *p) {
+char **process_env_with_home(const struct spec_process *p) {
   if (env_get(&p->env, "HOME"))
     return p->env.items;
   const char *home = "/";
@@ -281,10 +281,10 @@ static void container_init(const struct init_config *c) {
     cm_error_set(&err, errno, "chdir to cwd \"%s\"", p->cwd);
     fail(sync_fd, err);
   }
-  cleanup_free char *exe = find_executable(p, &err);
+  cleanup_free char *exe = process_find_executable(p, &err);
   if (exe == NULL)
     fail(sync_fd, err);
-  char **envp = env_with_home(p);
+  char **envp = process_env_with_home(p);
 
   sync_send(sync_fd, SYNC_READY, 0, NULL, -1, NULL);
   expect(sync_fd, SYNC_READY); /* the runtime has recorded us; EOF here means it died first */

@@ -26,6 +26,12 @@ struct init_config {
   const struct seccomp_program *seccomp; /* NULL: none */
 };
 
+/* Shared with exec (runtime/exec_process.c), both run inside the container's root:
+ * args[0] resolved against the process's PATH (a clear error when missing), and the env with
+ * HOME taken from the container's /etc/passwd when the process has none. */
+char *process_find_executable(const struct spec_process *p, struct cm_error **err);
+char **process_env_with_home(const struct spec_process *p);
+
 /* Never returns. */
 __attribute__((noreturn)) void container_stage1(const struct init_config *c);
 
