@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "linux/console.h"
+#include "runtime/foreground.h"
 #include "runtime/runtime.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
@@ -45,7 +46,7 @@ static bool pump(int from, int to) {
   return true;
 }
 
-static int wait_and_forward(pid_t init, int sigfd, int master, int *exit_status) {
+int foreground_wait_and_forward(pid_t init, int sigfd, int master, int *exit_status) {
   bool stdin_open = master >= 0, master_open = master >= 0;
   bool raw = false;
   struct termios saved;
@@ -136,7 +137,7 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
   }
   /* The child may already have exited before the signalfd existed: its SIGCHLD is pending and
    * the signalfd reports it. */
-  wait_and_forward(c.pid, sigfd, c.console_master, exit_status);
+  foreground_wait_and_forward(c.pid, sigfd, c.console_master, exit_status);
   rc = 0;
   if (!keep) {
     struct cm_error *derr = NULL;

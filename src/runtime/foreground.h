@@ -1,0 +1,12 @@
+/* A process the runtime waits for in the foreground (`run`, `exec` without --detach). */
+#ifndef CM_RUNTIME_FOREGROUND_H
+#define CM_RUNTIME_FOREGROUND_H
+
+#include <sys/types.h>
+
+/* With every signal blocked and `sigfd` a signalfd for them: forward each signal to `pid`,
+ * proxy the terminal (master >= 0: stdin → master, master → stdout, raw mode, window size),
+ * reap children until `pid` exits, and set *exit_status to its code or 128+signal. */
+int foreground_wait_and_forward(pid_t pid, int sigfd, int master, int *exit_status);
+
+#endif
