@@ -4,7 +4,7 @@
 #
 # RESULTS.tsv rows: key runtime status median stddev min max note (ms; KB for key "rss"),
 # status ok | skip | fail | na. Environment (from run.sh): BENCH_RUNS, BENCH_WARMUP,
-# BENCH_RUNTIMES, BENCH_SCALE, BENCH_ELAPSED, CODEMODE.
+# BENCH_RUNTIMES, BENCH_SCALE, BENCH_ELAPSED, BENCH_LOAD, CODEMODE.
 set -euo pipefail
 
 [ $# -eq 3 ] || {
@@ -95,7 +95,8 @@ case " $runtimes " in *" codemode "*) has_codemode=1 ;; esac
   fi
   echo "Method: hyperfine, ${BENCH_RUNS:-?} runs after ${BENCH_WARMUP:-?} warm-up runs; same busybox bundle and config.json"
   echo "for all (terminal false, no devices cgroup rules). Cells: median ±stddev (min–max). Peak RSS:"
-  echo "/usr/bin/time %M over the runtime and the processes it waits for. Total time: ${BENCH_ELAPSED:-?} s."
+  echo "/usr/bin/time %M over the runtime and the processes it waits for. Total time: ${BENCH_ELAPSED:-?} s;"
+  echo "load average (1/5/15 min) at start → end: ${BENCH_LOAD:-?} (other work on the machine skews timings)."
   echo
   header="| |"
   rule="|---|"

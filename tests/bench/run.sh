@@ -45,10 +45,11 @@ hf_style=${BENCH_STYLE:-basic}
 limit=${BENCH_TIMEOUT:-20} # seconds one runtime command may take before it counts as hung
 
 started=$(date +%s)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 work=$(mktemp -d /tmp/codemode-bench.XXXXXX)
 prefix="cmbench$$-" # container ids and so cgroup names: ours alone, whatever else runs
 tsv=$work/results.tsv
-errlog=$work/errors.log
+errlog=$work/errors.log # use_runtime points it at the current runtime's log
 mkdir -p "$work/raw" "$work/state"
 : >"$tsv"
 
@@ -191,64 +192,98 @@ measure_rss() {
     }') ""
 }
 
-# `create` latency with N containers already running (sleep 1000): how cost grows with N.
-measure_create_scale() {
-  local name=$1 probe=${prefix}probe running=0 n r
+# `create` latency with N containers already running (sleep 1000): how cost grows with N. Tops the
+# runtime's running containers up to N, then times `create` of one more.
+measure_create_at() {
+  local name=$1 n=$2 probe=${prefix}probe r
   r=$(q "${RT[@]}")
-  for n in $scale; do
-    while [ "$running" -lt "$n" ]; do
-      if ! once "${RT[@]}" run --detach --bundle "$sleep_bundle" "${prefix}s$running"; then
-        fail "create$n" "$name" "starting container $((running + 1)) of $n"
-        break 2
-      fi
-      running=$((running + 1))
-    done
-    # The created probe waits for `start`; the next sample's prepare step deletes it.
-    if ! once "${RT[@]}" create --bundle "$sleep_bundle" "$probe"; then
-      fail "create$n" "$name" create
-      break
+  while [ "${running[$name]}" -lt "$n" ]; do
+    if ! once "${RT[@]}" run --detach --bundle "$sleep_bundle" "${prefix}s${running[$name]}"; then
+      fail "create$n" "$name" "starting container $((running[$name] + 1)) of $n"
+      return 1
     fi
-    hf "create$n" "$name" -N --prepare "sh -c '$r delete --force $probe >/dev/null 2>&1 || true'" \
-      "$r create --bundle $(q "$sleep_bundle") $probe" || true
-    once "${RT[@]}" delete --force "$probe" || true
+    running[$name]=$((running[$name] + 1))
   done
-  local i
-  for ((i = 0; i < running; i++)); do
-    once "${RT[@]}" delete --force "${prefix}s$i" || bench_log "$name: delete ${prefix}s$i failed"
-  done
+  # The created probe waits for `start`; the next sample's prepare step deletes it.
+  if ! once "${RT[@]}" create --bundle "$sleep_bundle" "$probe"; then
+    fail "create$n" "$name" create
+    return 1
+  fi
+  hf "create$n" "$name" -N --prepare "sh -c '$r delete --force $probe >/dev/null 2>&1 || true'" \
+    "$r create --bundle $(q "$sleep_bundle") $probe" || true
+  once "${RT[@]}" delete --force "$probe" || true
 }
 
+# use_runtime NAME: point RT and errlog at NAME's binary, state dir and error log.
+use_runtime() {
+  bench_runtime_argv "$1" "$work/state/$1"
+  errlog=$work/errors-$1.log
+}
+
+declare -A usable=() running=()
 for name in $runtimes; do
-  state=$work/state/$name
-  if ! bench_runtime_argv "$name" "$state"; then
+  if ! use_runtime "$name"; then
     bench_log "$name: not installed / not built; skipped"
     for key in run csd exec oneshot rss; do record "$key" "$name" skip - - - - "$name: not available"; done
     for n in $scale; do record "create$n" "$name" skip - - - - "$name: not available"; done
     [ "$name" = codemode ] && failures=$((failures + 1))
     continue
   fi
-  bench_log "=== $name ($("${RT[@]}" --version 2>/dev/null | head -1))"
-  : >"$errlog"
-  if ! measure_run "$name"; then
-    # Everything else needs a working `run`; don't wait out a timeout per measurement.
-    for key in csd exec oneshot rss; do record "$key" "$name" skip - - - - "skipped: run fails"; done
-    for n in $scale; do record "create$n" "$name" skip - - - - "skipped: run fails"; done
-    bench_cleanup_runtime "$name" "$state" "$prefix"
-    continue
-  fi
-  measure_create_start_delete "$name"
-  measure_exec "$name"
-  measure_oneshot "$name"
-  measure_rss "$name"
-  measure_create_scale "$name"
-  bench_cleanup_runtime "$name" "$state" "$prefix"
+  bench_log "$name: $("${RT[@]}" --version 2>/dev/null | head -1)"
+  usable[$name]=1
+  running[$name]=0
+done
+
+# Metric by metric, all runtimes back to back: load changes on a shared machine hit them alike.
+for key in run csd exec oneshot rss; do
+  bench_log "measuring $key"
+  for name in $runtimes; do
+    [ -n "${usable[$name]:-}" ] || continue
+    use_runtime "$name"
+    case $key in
+      run)
+        if ! measure_run "$name"; then
+          # Everything else needs a working `run`; don't wait out a timeout per measurement.
+          usable[$name]=
+          for k in csd exec oneshot rss; do record "$k" "$name" skip - - - - "skipped: run fails"; done
+          for n in $scale; do record "create$n" "$name" skip - - - - "skipped: run fails"; done
+        fi
+        ;;
+      csd) measure_create_start_delete "$name" ;;
+      exec) measure_exec "$name" ;;
+      oneshot) measure_oneshot "$name" ;;
+      rss) measure_rss "$name" ;;
+    esac
+  done
+done
+
+for n in $scale; do
+  bench_log "measuring create with $n running"
+  for name in $runtimes; do
+    [ -n "${usable[$name]:-}" ] || continue
+    use_runtime "$name"
+    if ! measure_create_at "$name" "$n"; then
+      usable[$name]=
+      for m in $scale; do
+        if [ "$m" -gt "$n" ]; then record "create$m" "$name" skip - - - - "skipped: create $n failed"; fi
+      done
+    fi
+  done
+done
+
+for name in $runtimes; do
+  use_runtime "$name" || continue
+  for ((i = 0; i < ${running[$name]:-0}; i++)); do
+    once "${RT[@]}" delete --force "${prefix}s$i" || bench_log "$name: delete ${prefix}s$i failed"
+  done
+  bench_cleanup_runtime "$name" "$work/state/$name" "$prefix"
 done
 
 mkdir -p "$results/raw"
 rm -f "$results"/raw/*.json
 cp "$work"/raw/*.json "$results/raw/" 2>/dev/null || true
 BENCH_RUNS=$runs BENCH_WARMUP=$warmup BENCH_RUNTIMES=$runtimes BENCH_SCALE=$scale \
-  BENCH_ELAPSED=$(($(date +%s) - started)) \
+  BENCH_ELAPSED=$(($(date +%s) - started)) BENCH_LOAD="$load_start → $(cut -d' ' -f1-3 /proc/loadavg)" \
   "$bench_here/report.sh" "$tsv" "$results/latest.md" "$results/latest.png"
 cat "$results/latest.md"
 [ "$failures" -eq 0 ] || bench_log "$failures measurement(s) failed; see the table"
