@@ -102,6 +102,7 @@ hf() {
     fail "$key" "$name" "$key"
     return 1
   fi
+  # shellcheck disable=SC2046 # four numbers, split on purpose
   record "$key" "$name" ok $(jq -r '.results[0] | [.median, .stddev, .min, .max]
     | map(. * 1000 * 1000 | round / 1000) | @tsv' "$json") ""
 }
@@ -183,6 +184,7 @@ measure_rss() {
     fi
     tail -1 "$work/rss.one" >>"$samples"
   done
+  # shellcheck disable=SC2046 # four numbers, split on purpose
   record rss "$name" ok $(sort -n "$samples" | awk '
     { v[NR] = $1; s += $1; ss += $1 * $1 }
     END {
