@@ -26,5 +26,6 @@ int cmd_delete(struct cli_globals *g, int argc, char **argv);
 int cmd_list(struct cli_globals *g, int argc, char **argv);
 int cmd_spec(struct cli_globals *g, int argc, char **argv);
 int cmd_features(struct cli_globals *g, int argc, char **argv);
+int cmd_exec(struct cli_globals *g, int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const char usage[] =
     "  state     print the state of a container (JSON)\n"
     "  kill      send a signal to a container's init\n"
     "  delete    delete a container\n"
+    "  exec      run a new process in a running container\n"
     "  list      list containers\n"
     "  spec      write a default config.json\n"
     "  features  print the features this runtime implements (JSON)\n"
@@ -74,7 +75,7 @@ static const struct {
 } commands[] = {
     {"create", cmd_create}, {"start", cmd_start}, {"run", cmd_run},   {"state", cmd_state},
     {"kill", cmd_kill},     {"delete", cmd_delete}, {"list", cmd_list}, {"spec", cmd_spec},
-    {"features", cmd_features},
+    {"features", cmd_features}, {"exec", cmd_exec},
 };
 
 static void print_version(void) {

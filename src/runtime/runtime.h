@@ -44,6 +44,41 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
 int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, bool all, struct cm_error **err);
 int runtime_delete(const struct runtime_context *ctx, const char *id, bool force, struct cm_error **err);
 
+/* exec: a new process in a running container (runc's `exec`). */
+struct exec_options {
+  const char *id;
+  /* --process FILE: the whole process (process.json). Unset fields fall back to the container's
+   * (capabilities, rlimits, LSM labels, oomScoreAdj); the process flags below are then ignored. */
+  const char *process_path;
+  /* Otherwise the container's own process, overridden by: */
+  char **args; /* COMMAND ARG…, required without --process */
+  size_t n_args;
+  bool tty;
+  const char *cwd;
+  char **env; /* K=V appended (a later one wins) */
+  size_t n_env;
+  bool has_user, has_gid;
+  uint32_t uid, gid;
+  uint32_t *additional_gids;
+  size_t n_additional_gids;
+  char **caps; /* "CAP_X" added to bounding, effective, permitted and ambient */
+  size_t n_caps;
+  bool no_new_privs;
+  const char *apparmor;
+  const char *process_label;
+  /* Always honoured: */
+  bool detach;
+  bool ignore_paused;
+  const char *pid_file;
+  const char *console_socket;
+  int preserve_fds;
+};
+/* Without detach: waits for the process, forwarding signals (and proxying its terminal when it
+ * has one and no console socket was given); *exit_status is its code or 128+signal. With
+ * detach: returns once the process runs and the pid file is written; *exit_status = 0. */
+int runtime_exec(const struct runtime_context *ctx, const struct exec_options *opts, int *exit_status,
+                 struct cm_error **err);
+
 /* The OCI state document of one container (JSON, malloc'd). */
 char *runtime_state_json(const struct runtime_context *ctx, const char *id, struct cm_error **err);
 

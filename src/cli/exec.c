@@ -1,0 +1,190 @@
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char help[] =
+    "usage: codemode exec [options] ID [COMMAND [ARG...]]\n"
+    "\n"
+    "Run a new process in a running container. It joins the container's namespaces, cgroup,\n"
+    "seccomp filter and LSM label and is built from the container's own process (env, user,\n"
+    "capabilities, rlimits, no_new_privs...), changed by the options below; with --process the\n"
+    "whole process comes from a process.json file. Exits with the process's status (128+N if\n"
+    "killed by signal N) unless --detach.\n"
+    "\n"
+    "Options:\n"
+    "  -p, --process FILE        process.json (the process options below are then ignored)\n"
+    "  -t, --tty                 allocate a pseudo-terminal\n"
+    "  --cwd DIR                 working directory (absolute, in the container)\n"
+    "  -e, --env K=V             set an environment variable (repeatable)\n"
+    "  -u, --user UID[:GID]      numeric user (and group)\n"
+    "  -g, --additional-gids N   an additional group (repeatable)\n"
+    "  -c, --cap CAP             add a capability, e.g. CAP_NET_ADMIN (repeatable)\n"
+    "  --no-new-privs            set no_new_privs\n"
+    "  --apparmor PROFILE        AppArmor profile\n"
+    "  --process-label LABEL     SELinux label\n"
+    "  -d, --detach              return once the process runs\n"
+    "  --pid-file FILE           write the process's host pid to FILE\n"
+    "  --console-socket PATH     send the pty master over this unix socket\n"
+    "  --preserve-fds N          pass N extra fds (3 .. 3+N-1) to the process\n"
+    "  --ignore-paused           exec even if the container is paused\n"
+    "  -h, --help                this help\n";
+
+struct growing {
+  char **items;
+  size_t count;
+};
+
+static void push(struct growing *g, char *s) {
+  g->items = realloc(g->items, (g->count + 1) * sizeof(char *));
+  if (g->items == NULL)
+    abort();
+  g->items[g->count++] = s;
+}
+
+static int parse_u32(const char *flag, const char *s, uint32_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*s == '\0' || *s == '-' || *end != '\0' || errno || v > UINT32_MAX)
+    return cli_usage_error("exec", "%s: \"%s\" is not a number", flag, s), -1;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+static int parse_user(const char *s, struct exec_options *o) {
+  char *copy = strdup(s);
+  char *colon = strchr(copy, ':');
+  if (colon)
+    *colon = '\0';
+  int r = parse_u32("--user", copy, &o->uid);
+  if (r == 0 && colon)
+    r = parse_u32("--user", colon + 1, &o->gid);
+  o->has_user = true;
+  o->has_gid = colon != NULL;
+  free(copy);
+  return r;
+}
+
+int cmd_exec(struct cli_globals *g, int argc, char **argv) {
+  enum {
+    OPT_CWD = 256,
+    OPT_NO_NEW_PRIVS,
+    OPT_APPARMOR,
+    OPT_LABEL,
+    OPT_PID_FILE,
+    OPT_CONSOLE,
+    OPT_PRESERVE,
+    OPT_IGNORE_PAUSED,
+    OPT_CGROUP,
+  };
+  static const struct option opts[] = {
+      {"process", required_argument, NULL, 'p'},
+      {"tty", no_argument, NULL, 't'},
+      {"cwd", required_argument, NULL, OPT_CWD},
+      {"env", required_argument, NULL, 'e'},
+      {"user", required_argument, NULL, 'u'},
+      {"additional-gids", required_argument, NULL, 'g'},
+      {"cap", required_argument, NULL, 'c'},
+      {"no-new-privs", no_argument, NULL, OPT_NO_NEW_PRIVS},
+      {"apparmor", required_argument, NULL, OPT_APPARMOR},
+      {"process-label", required_argument, NULL, OPT_LABEL},
+      {"detach", no_argument, NULL, 'd'},
+      {"pid-file", required_argument, NULL, OPT_PID_FILE},
+      {"console-socket", required_argument, NULL, OPT_CONSOLE},
+      {"preserve-fds", required_argument, NULL, OPT_PRESERVE},
+      {"ignore-paused", no_argument, NULL, OPT_IGNORE_PAUSED},
+      {"cgroup", required_argument, NULL, OPT_CGROUP},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  struct exec_options o = {0};
+  struct growing env = {0}, caps = {0};
+  uint32_t *gids = NULL;
+  size_t n_gids = 0;
+  int status = 1;
+  int c;
+  /* "+": the first non-option is the ID; everything after it is the command, untouched. */
+  while ((c = getopt_long(argc, argv, "+p:te:u:g:c:dh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'p': o.process_path = optarg; break;
+    case 't': o.tty = true; break;
+    case OPT_CWD: o.cwd = optarg; break;
+    case 'e':
+      if (strchr(optarg, '=') == NULL || optarg[0] == '=') {
+        cli_usage_error("exec", "--env: \"%s\" is not K=V", optarg);
+        goto out;
+      }
+      push(&env, optarg);
+      break;
+    case 'u':
+      if (parse_user(optarg, &o) < 0)
+        goto out;
+      break;
+    case 'g': {
+      uint32_t gid;
+      if (parse_u32("--additional-gids", optarg, &gid) < 0)
+        goto out;
+      gids = realloc(gids, (n_gids + 1) * sizeof(*gids));
+      if (gids == NULL)
+        abort();
+      gids[n_gids++] = gid;
+      break;
+    }
+    case 'c': push(&caps, optarg); break;
+    case OPT_NO_NEW_PRIVS: o.no_new_privs = true; break;
+    case OPT_APPARMOR: o.apparmor = optarg; break;
+    case OPT_LABEL: o.process_label = optarg; break;
+    case 'd': o.detach = true; break;
+    case OPT_PID_FILE: o.pid_file = optarg; break;
+    case OPT_CONSOLE: o.console_socket = optarg; break;
+    case OPT_PRESERVE:
+      o.preserve_fds = cli_parse_uint("exec", "--preserve-fds", optarg);
+      if (o.preserve_fds < 0)
+        goto out;
+      break;
+    case OPT_IGNORE_PAUSED: o.ignore_paused = true; break;
+    case OPT_CGROUP:
+      /* runc's sub-cgroup selection; the process always joins the container's own cgroup. */
+      cli_usage_error("exec", "--cgroup is not supported");
+      goto out;
+    case 'h':
+      fputs(help, stdout);
+      status = 0;
+      goto out;
+    default: cli_usage_error("exec", "invalid option"); goto out;
+    }
+  }
+  if (optind >= argc) {
+    cli_usage_error("exec", "missing container ID");
+    goto out;
+  }
+  o.id = argv[optind];
+  o.args = argv + optind + 1;
+  o.n_args = (size_t)(argc - optind - 1);
+  if (o.process_path == NULL && o.n_args == 0) {
+    cli_usage_error("exec", "a COMMAND or --process FILE is required");
+    goto out;
+  }
+  o.env = env.items;
+  o.n_env = env.count;
+  o.caps = caps.items;
+  o.n_caps = caps.count;
+  o.additional_gids = gids;
+  o.n_additional_gids = n_gids;
+  struct cm_error *err = NULL;
+  int exit_status = 0;
+  if (runtime_exec(&g->ctx, &o, &exit_status, &err) < 0)
+    status = cli_fail(err);
+  else
+    status = exit_status;
+out:
+  free(env.items);
+  free(caps.items);
+  free(gids);
+  return status;
+}

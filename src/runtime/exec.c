@@ -1,0 +1,439 @@
+/* exec: the runtime side. Opens the container (locked), builds the process from the kept
+ * config.json and the options (or process.json), compiles the container's seccomp filter, forks
+ * stage1 into the container's cgroup and drives it over the sync socket until the process has
+ * exec'd (EOF) or reported an error. Then, unlocked: the pid file, and either return (--detach)
+ * or wait for the process in the foreground. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/pidfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "linux/console.h"
+#include "linux/seccomp.h"
+#include "runtime/container.h"
+#include "runtime/exec_process.h"
+#include "runtime/foreground.h"
+#include "runtime/runtime.h"
+#include "runtime/state.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/sync.h"
+
+static char *xstrdup(const char *s) {
+  char *d = strdup(s);
+  if (d == NULL)
+    abort();
+  return d;
+}
+
+static void strv_clear(struct spec_strv *v) {
+  for (size_t i = 0; i < v->count; i++)
+    free(v->items[i]);
+  free(v->items);
+  *v = (struct spec_strv){0};
+}
+
+static void strv_push(struct spec_strv *v, const char *s) {
+  v->items = realloc(v->items, (v->count + 2) * sizeof(char *));
+  if (v->items == NULL)
+    abort();
+  v->items[v->count++] = xstrdup(s);
+  v->items[v->count] = NULL;
+}
+
+/* K=V replaces an existing K (the later one wins, as with runc), else is appended. */
+static void env_set(struct spec_strv *env, const char *kv) {
+  const char *eq = strchr(kv, '=');
+  size_t keylen = eq ? (size_t)(eq - kv) : strlen(kv);
+  for (size_t i = 0; i < env->count; i++) {
+    if (strncmp(env->items[i], kv, keylen) == 0 && env->items[i][keylen] == '=') {
+      free(env->items[i]);
+      env->items[i] = xstrdup(kv);
+      return;
+    }
+  }
+  strv_push(env, kv);
+}
+
+static int cap_number(const char *name, struct cm_error **err) {
+  cleanup_free char *canon = NULL;
+  /* runc accepts "CAP_X"; Docker-style "X" is accepted too. */
+  if (strncasecmp(name, "CAP_", 4) != 0) {
+    if (asprintf(&canon, "CAP_%s", name) < 0)
+      abort();
+    name = canon;
+  }
+  cap_value_t cap;
+  if (cap_from_name(name, &cap) < 0 || cap < 0 || cap >= 64)
+    return cm_error_set(err, 0, "--cap: unknown capability \"%s\"", name);
+  return (int)cap;
+}
+
+/* The process from the flags, on top of the container's own process (in place). */
+static int process_from_flags(struct spec_process *p, const struct exec_options *o, struct cm_error **err) {
+  if (o->n_args == 0)
+    return cm_error_set(err, 0, "exec: args must not be empty");
+  strv_clear(&p->args);
+  for (size_t i = 0; i < o->n_args; i++)
+    strv_push(&p->args, o->args[i]);
+  if (o->cwd) {
+    if (o->cwd[0] != '/')
+      return cm_error_set(err, 0, "--cwd: \"%s\" must be an absolute path", o->cwd);
+    free(p->cwd);
+    p->cwd = xstrdup(o->cwd);
+  }
+  for (size_t i = 0; i < o->n_env; i++)
+    env_set(&p->env, o->env[i]);
+  p->terminal = o->tty;
+  if (o->no_new_privs)
+    p->no_new_privileges = true;
+  if (o->has_user) {
+    p->user.uid = o->uid;
+    if (o->has_gid)
+      p->user.gid = o->gid;
+    free(p->user.username);
+    p->user.username = NULL;
+  }
+  if (o->n_additional_gids) {
+    size_t n = p->user.n_additional_gids + o->n_additional_gids;
+    p->user.additional_gids = realloc(p->user.additional_gids, n * sizeof(uint32_t));
+    if (p->user.additional_gids == NULL)
+      abort();
+    memcpy(p->user.additional_gids + p->user.n_additional_gids, o->additional_gids,
+           o->n_additional_gids * sizeof(uint32_t));
+    p->user.n_additional_gids = n;
+  }
+  for (size_t i = 0; i < o->n_caps; i++) {
+    int cap = cap_number(o->caps[i], err);
+    if (cap < 0)
+      return -1;
+    /* Never inheritable: a cap there survives execve of non-privileged binaries (CVE-2022-29162). */
+    uint64_t bit = 1ULL << cap;
+    p->capabilities.present = true;
+    p->capabilities.bounding |= bit;
+    p->capabilities.effective |= bit;
+    p->capabilities.permitted |= bit;
+    p->capabilities.ambient |= bit;
+  }
+  if (o->apparmor) {
+    free(p->apparmor_profile);
+    p->apparmor_profile = xstrdup(o->apparmor);
+  }
+  if (o->process_label) {
+    free(p->selinux_label);
+    p->selinux_label = xstrdup(o->process_label);
+  }
+  return 0;
+}
+
+/* process.json replaces the container's process; what it leaves out comes from the container
+ * (as runc does): capabilities, rlimits, LSM labels, oomScoreAdj. Moves fields out of `from`. */
+static void process_fallbacks(struct spec_process *p, struct spec_process *from) {
+  if (!p->capabilities.present)
+    p->capabilities = from->capabilities;
+  if (p->n_rlimits == 0) {
+    p->rlimits = from->rlimits;
+    p->n_rlimits = from->n_rlimits;
+    from->rlimits = NULL;
+    from->n_rlimits = 0;
+  }
+  if (p->apparmor_profile == NULL) {
+    p->apparmor_profile = from->apparmor_profile;
+    from->apparmor_profile = NULL;
+  }
+  if (p->selinux_label == NULL) {
+    p->selinux_label = from->selinux_label;
+    from->selinux_label = NULL;
+  }
+  if (!p->has_oom_score_adj) {
+    p->has_oom_score_adj = from->has_oom_score_adj;
+    p->oom_score_adj = from->oom_score_adj;
+  }
+}
+
+static struct spec *load_kept_config(int dirfd, struct cm_error **err) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/fd/%d/config.json", dirfd);
+  return spec_load_file(path, "config.json", err);
+}
+
+/* CLONE_NEW* of every namespace init has that we do not share. Joining one we are already in
+ * is pointless, and for the user namespace an error (EINVAL). */
+static int namespaces_to_join(pid_t init) {
+  int flags = 0;
+  for (int t = 0; t < SPEC_NS_COUNT; t++) {
+    char theirs[64], ours[64];
+    snprintf(theirs, sizeof(theirs), "/proc/%d/ns/%s", init, spec_ns_proc_name(t));
+    snprintf(ours, sizeof(ours), "/proc/self/ns/%s", spec_ns_proc_name(t));
+    struct stat a, b;
+    if (stat(theirs, &a) < 0 || stat(ours, &b) < 0)
+      continue; /* a namespace type this kernel does not have */
+    if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+      flags |= spec_ns_clone_flag(t);
+  }
+  return flags;
+}
+
+/* Keep our fds out of 3 .. 3+preserve_fds-1: those numbers belong to the caller's fds. */
+static int move_above(int fd, int min, struct cm_error **err) {
+  if (fd < 0 || fd >= min)
+    return fd;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, min);
+  int e = errno;
+  close(fd);
+  if (moved < 0)
+    return cm_error_set(err, e, "move fd above %d", min);
+  return moved;
+}
+
+static int write_pid_file(const char *path, pid_t pid, struct cm_error **err) {
+  cleanup_free char *dir_copy = xstrdup(path), *base_copy = xstrdup(path);
+  const char *dir = dirname(dir_copy), *base = basename(base_copy);
+  cleanup_close int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return cm_error_set(err, errno, "--pid-file: open directory %s", dir);
+  char buf[32];
+  int len = snprintf(buf, sizeof(buf), "%d", pid);
+  if (write_file_atomic(dirfd, base, buf, (size_t)len, 0644, err) < 0)
+    return cm_error_prefix(err, "--pid-file %s", path);
+  return 0;
+}
+
+struct exec_run {
+  const struct exec_options *opts;
+  int sock;
+  pid_t stage1, child;
+  int console_master; /* foreground with a terminal and no console socket */
+};
+
+/* Drive stage1 and the process until EOF (the process exec'd) or an error. */
+static int drive_child(struct exec_run *r, struct cm_error **err) {
+  if (sync_send(r->sock, SYNC_CGROUP_JOINED, 0, NULL, -1, err) < 0)
+    return -1;
+  for (;;) {
+    struct sync_msg m;
+    int fd = -1;
+    int rc = sync_recv(r->sock, &m, &fd, err);
+    if (rc < 0)
+      return -1;
+    if (rc == 1) {
+      if (r->child <= 0)
+        return cm_error_set(err, 0, "exec: the process could not be created");
+      return 0;
+    }
+    switch (m.type) {
+    case SYNC_ERROR: return cm_error_set(err, (int)m.value, "%s", m.text);
+    case SYNC_INIT_PID:
+      r->child = (pid_t)m.value;
+      waitpid(r->stage1, NULL, 0);
+      r->stage1 = 0;
+      break;
+    case SYNC_CONSOLE_FD:
+      if (fd < 0)
+        return cm_error_set(err, EPROTO, "console: no fd received");
+      if (r->opts->console_socket) {
+        int s = console_socket_send(r->opts->console_socket, fd, err);
+        close(fd);
+        if (s < 0)
+          return cm_error_prefix(err, "--console-socket %s", r->opts->console_socket);
+      } else {
+        if (r->console_master >= 0)
+          close(r->console_master);
+        r->console_master = fd;
+      }
+      break;
+    default:
+      if (fd >= 0)
+        close(fd);
+      return cm_error_set(err, EPROTO, "sync: unexpected message %u", m.type);
+    }
+  }
+}
+
+static void reap(pid_t *pid) {
+  if (*pid > 0) {
+    kill(*pid, SIGKILL);
+    waitpid(*pid, NULL, 0);
+  }
+  *pid = 0;
+}
+
+/* Everything up to the process having exec'd, under the container's lock. Returns the pid. */
+static int exec_start(const struct runtime_context *ctx, const struct exec_options *o, struct exec_run *r,
+                      struct cm_error **err) {
+  struct container c;
+  if (container_open(ctx, o->id, &c, err) < 0)
+    return -1;
+  struct spec *s = NULL;
+  struct spec_process *loaded = NULL;
+  struct seccomp_program seccomp = {0};
+  bool has_seccomp = false;
+  int pidfd = -1, child_sock = -1;
+  int rc = -1;
+
+  switch (c.status) {
+  case STATUS_CREATED:
+  case STATUS_RUNNING: break;
+  case STATUS_PAUSED:
+    if (o->ignore_paused)
+      break;
+    cm_error_set(err, 0, "cannot exec in a paused container");
+    goto out;
+  default: cm_error_set(err, 0, "cannot exec in a stopped container"); goto out;
+  }
+  s = load_kept_config(c.dirfd, err);
+  if (s == NULL)
+    goto out;
+  if (o->process_path) {
+    loaded = spec_process_load_file(o->process_path, err);
+    if (loaded == NULL)
+      goto out;
+    if (s->process)
+      process_fallbacks(loaded, s->process);
+    spec_process_free(s->process);
+    s->process = loaded;
+    loaded = NULL;
+  } else if (s->process == NULL) {
+    cm_error_set(err, 0, "config.json: .process: missing");
+    goto out;
+  } else if (process_from_flags(s->process, o, err) < 0) {
+    goto out;
+  }
+  const struct spec_process *p = s->process;
+  if (p->terminal && o->detach && o->console_socket == NULL) {
+    cm_error_set(err, 0, "cannot allocate a tty for a detached process without --console-socket");
+    goto out;
+  }
+  if (!p->terminal && o->console_socket) {
+    cm_error_set(err, 0, "--console-socket needs a terminal (--tty or process.terminal)");
+    goto out;
+  }
+  /* The container's filter applies to every process in it, exec'd ones too. */
+  if (s->linux_.seccomp.present) {
+    if (seccomp_compile(&s->linux_.seccomp, &seccomp, err) < 0)
+      goto out;
+    has_seccomp = true;
+  }
+
+  /* The pidfd first, then the start-time check: the fd then names the init we verified. */
+  pidfd = (int)pidfd_open(c.st.pid, 0);
+  if (pidfd < 0 || !state_pid_alive(c.st.pid, c.st.pid_start_time)) {
+    cm_error_set(err, 0, "cannot exec in a stopped container");
+    goto out;
+  }
+  int ns_flags = namespaces_to_join(c.st.pid);
+
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+    cm_error_set(err, errno, "create sync channel");
+    goto out;
+  }
+  int min_fd = 3 + o->preserve_fds;
+  r->sock = move_above(pair[0], min_fd, err);
+  child_sock = move_above(pair[1], min_fd, err);
+  pidfd = move_above(pidfd, min_fd, err);
+  if (r->sock < 0 || child_sock < 0 || pidfd < 0)
+    goto out;
+
+  r->stage1 = fork();
+  if (r->stage1 < 0) {
+    cm_error_set(err, errno, "fork");
+    goto out;
+  }
+  if (r->stage1 == 0) {
+    /* The state dir's flock must not outlive this command in the process. */
+    close(c.dirfd);
+    close(r->sock);
+    struct exec_child_config cc = {
+        .process = p,
+        .id = o->id,
+        .sync_fd = child_sock,
+        .pidfd = pidfd,
+        .ns_flags = ns_flags,
+        .preserve_fds = o->preserve_fds,
+        .seccomp = has_seccomp ? &seccomp : NULL,
+    };
+    exec_stage1(&cc);
+  }
+  close(child_sock);
+  child_sock = -1;
+  if (c.cgroup && cgroup_enter(c.cgroup, r->stage1, err) < 0) {
+    cm_error_prefix(err, "exec: join the container's cgroup");
+    goto fail;
+  }
+  if (drive_child(r, err) < 0)
+    goto fail;
+  rc = 0;
+  goto out;
+fail:
+  reap(&r->stage1);
+  reap(&r->child);
+out:
+  if (child_sock >= 0)
+    close(child_sock);
+  if (pidfd >= 0)
+    close(pidfd);
+  if (has_seccomp)
+    seccomp_program_free(&seccomp);
+  spec_process_free(loaded);
+  spec_free(s);
+  container_close(&c);
+  return rc;
+}
+
+int runtime_exec(const struct runtime_context *ctx, const struct exec_options *o, int *exit_status,
+                 struct cm_error **err) {
+  *exit_status = 0;
+  if (container_id_validate(o->id, err) < 0)
+    return -1;
+  /* In the foreground, every signal is blocked before the process exists, so none sent
+   * meanwhile is lost: they wait in the signalfd and are forwarded once it runs. */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigdelset(&all, SIGSEGV);
+  sigdelset(&all, SIGBUS);
+  sigdelset(&all, SIGFPE);
+  sigdelset(&all, SIGILL);
+  if (!o->detach)
+    sigprocmask(SIG_BLOCK, &all, &old);
+  struct exec_run r = {.opts = o, .sock = -1, .console_master = -1};
+  int rc = -1;
+  cleanup_close int sigfd = -1;
+  if (exec_start(ctx, o, &r, err) < 0)
+    goto out;
+  if (o->pid_file && write_pid_file(o->pid_file, r.child, err) < 0) {
+    reap(&r.child);
+    goto out;
+  }
+  if (o->detach) {
+    rc = 0;
+    goto out;
+  }
+  sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd < 0) {
+    cm_error_set(err, errno, "signalfd");
+    reap(&r.child);
+    goto out;
+  }
+  foreground_wait_and_forward(r.child, sigfd, r.console_master, exit_status);
+  rc = 0;
+out:
+  if (r.sock >= 0)
+    close(r.sock);
+  if (r.console_master >= 0)
+    close(r.console_master);
+  if (!o->detach)
+    sigprocmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}

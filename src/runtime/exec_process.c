@@ -1,0 +1,143 @@
+#include "runtime/exec_process.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "linux/caps.h"
+#include "linux/console.h"
+#include "linux/fds.h"
+#include "linux/process_attrs.h"
+#include "linux/security_attrs.h"
+#include "linux/user.h"
+#include "runtime/container_init.h"
+#include "util/cleanup.h"
+#include "util/sync.h"
+
+static __attribute__((noreturn)) void fail(int sync_fd, struct cm_error *err) {
+  sync_send_error(sync_fd, err);
+  _exit(1);
+}
+
+static int64_t expect(int sync_fd, uint32_t type) {
+  struct sync_msg m;
+  struct cm_error *err = NULL;
+  int r = sync_recv(sync_fd, &m, NULL, &err);
+  if (r != 0 || m.type != type)
+    _exit(1);
+  return m.value;
+}
+
+static void reset_signals(void) {
+  sigset_t none;
+  sigemptyset(&none);
+  for (int sig = 1; sig < NSIG; sig++)
+    signal(sig, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static __attribute__((noreturn)) void exec_child(const struct exec_child_config *c);
+
+void exec_stage1(const struct exec_child_config *c) {
+  struct cm_error *err = NULL;
+  /* Until execve we are a copy of the runtime inside the container's namespaces: a
+   * non-dumpable process cannot be ptraced or have /proc/PID/exe opened by the container
+   * (CVE-2019-5736 class; the sealed memfd copy of selfclone.c is the full answer). */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+  /* The runtime moved us into the container's cgroup: every child we make is born there. */
+  expect(c->sync_fd, SYNC_CGROUP_JOINED);
+
+  /* One setns on init's pidfd joins them all atomically, in the kernel's order (user first),
+   * and names exactly the process we checked: no /proc/PID path a reused pid could redirect. */
+  if (c->ns_flags && setns(c->pidfd, c->ns_flags) < 0) {
+    cm_error_set(&err, errno, "join the container's namespaces (flags 0x%x)", c->ns_flags);
+    fail(c->sync_fd, err);
+  }
+  close(c->pidfd);
+
+  /* CLONE_PARENT: the process is the runtime's child (foreground exec waits for it), and the
+   * caller's subreaper (the shim) inherits it when `exec --detach` returns. */
+  pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, NULL);
+  if (pid < 0) {
+    cm_error_set(&err, errno, "clone the exec process");
+    fail(c->sync_fd, err);
+  }
+  if (pid == 0)
+    exec_child(c);
+  sync_send(c->sync_fd, SYNC_INIT_PID, pid, NULL, -1, NULL);
+  _exit(0);
+}
+
+static void exec_child(const struct exec_child_config *c) {
+  const struct spec_process *p = c->process;
+  struct cm_error *err = NULL;
+  int sync_fd = c->sync_fd;
+
+  if (setsid() < 0) {
+    cm_error_set(&err, errno, "setsid");
+    fail(sync_fd, err);
+  }
+  if (p->terminal) {
+    int master = console_setup_exec(p, &err);
+    if (master < 0)
+      fail(sync_fd, err);
+    sync_send(sync_fd, SYNC_CONSOLE_FD, 0, NULL, master, NULL);
+    close(master);
+  }
+  /* A fresh session keyring: the caller's (the shim's, the host's) keys stay out of reach. */
+  if (keyring_join_new(c->id, &err) < 0 || oom_score_adj_apply(p, &err) < 0 || rlimits_apply(p, &err) < 0 ||
+      io_priority_apply(p, &err) < 0 || scheduler_apply(p, &err) < 0 || lsm_apply_exec_label(p, &err) < 0)
+    fail(sync_fd, err);
+
+  bool cwd_ok = chdir(p->cwd) == 0; /* retried after the user switch: it may be the user's only */
+  if (!cwd_ok && errno != EACCES) {
+    cm_error_set(&err, errno, "chdir to cwd \"%s\"", p->cwd);
+    fail(sync_fd, err);
+  }
+  char *exe = process_find_executable(p, &err);
+  if (exe == NULL)
+    fail(sync_fd, err);
+  char **envp = process_env_with_home(p);
+
+  /* The container's filter, in the same order as its init: without no_new_privs it must be
+   * loaded while CAP_SYS_ADMIN is still held. */
+  if (c->seccomp && !p->no_new_privileges) {
+    int listener = seccomp_program_load(c->seccomp, &err);
+    if (listener < 0)
+      fail(sync_fd, err);
+    if (listener > 0)
+      close(listener); /* the container's agent already holds init's listener */
+  }
+  if (user_switch(&p->user, &err) < 0 || caps_apply(&p->capabilities, &err) < 0)
+    fail(sync_fd, err);
+  if (!cwd_ok && chdir(p->cwd) < 0) {
+    cm_error_set(&err, errno, "chdir to cwd \"%s\"", p->cwd);
+    fail(sync_fd, err);
+  }
+  /* A cwd outside the container's root is a leaked host directory (CVE-2024-21626 class). */
+  if (fds_verify_cwd_inside_root(&err) < 0)
+    fail(sync_fd, err);
+  if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
+    fail(sync_fd, err);
+  if (c->seccomp && p->no_new_privileges) {
+    int listener = seccomp_program_load(c->seccomp, &err);
+    if (listener < 0)
+      fail(sync_fd, err);
+    if (listener > 0)
+      close(listener);
+  }
+  /* Nothing of the runtime's reaches the process but the fds asked for (CVE-2024-21626 class).
+   * The sync socket is close-on-exec: the runtime sees EOF once execve succeeded. */
+  if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
+    fail(sync_fd, err);
+  reset_signals();
+  execve(exe, p->args.items, envp);
+  cm_error_set(&err, errno, "exec %s", exe);
+  fail(sync_fd, err);
+}
