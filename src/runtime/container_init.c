@@ -215,6 +215,16 @@ static void reset_signals(void) {
   sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* The policy's filter first: the config's own may deny seccomp(2), and the order does not change
+ * the outcome (the kernel runs every filter and the strictest action wins). */
+static int load_seccomp_filters(const struct init_config *c, struct cm_error **err) {
+  if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, err) < 0)
+    return cm_error_prefix(err, "policy profile");
+  if (c->seccomp && seccomp_program_load(c->seccomp, err) < 0)
+    return -1;
+  return 0;
+}
+
 static void container_init(const struct init_config *c) {
   const struct spec *s = c->spec;
   const struct spec_process *p = s->process;
@@ -306,7 +316,7 @@ static void container_init(const struct init_config *c) {
   }
   /* Without no_new_privs, loading a filter needs CAP_SYS_ADMIN: load it while we still have it
    * (the spec's order); with no_new_privs, load it last so it filters only the container. */
-  if (c->seccomp && !p->no_new_privileges && seccomp_program_load(c->seccomp, &err) < 0)
+  if (!p->no_new_privileges && load_seccomp_filters(c, &err) < 0)
     goto exec_failed;
   if (user_switch(&p->user, &err) < 0 || caps_apply(&p->capabilities, &err) < 0)
     goto exec_failed;
@@ -318,7 +328,7 @@ static void container_init(const struct init_config *c) {
     goto exec_failed;
   if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
     goto exec_failed;
-  if (c->seccomp && p->no_new_privileges && seccomp_program_load(c->seccomp, &err) < 0)
+  if (p->no_new_privileges && load_seccomp_filters(c, &err) < 0)
     goto exec_failed;
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     goto exec_failed;

@@ -24,6 +24,9 @@ struct init_config {
   bool no_pivot;
   bool no_new_keyring;
   const struct seccomp_program *seccomp; /* NULL: none */
+  /* The policy profile's filter, loaded just before `seccomp` (which may deny seccomp(2)
+   * itself); NULL: none. */
+  const struct seccomp_program *seccomp_stacked;
 };
 
 /* Shared with exec (runtime/exec_process.c), both run inside the container's root:

@@ -248,8 +248,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   }
   struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1,
                          .console_master = -1};
-  struct seccomp_program seccomp = {0};
-  bool has_seccomp = false;
+  struct seccomp_program seccomp = {0}, seccomp_stacked = {0};
+  bool has_seccomp = false, has_stacked = false;
   int child_sock = -1;
   int rc = -1;
 
@@ -260,6 +260,13 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     if (seccomp_compile(&s->linux_.seccomp, &seccomp, err) < 0)
       goto out;
     has_seccomp = true;
+  }
+  if (opts->stacked_seccomp && opts->stacked_seccomp->present) {
+    if (seccomp_compile(opts->stacked_seccomp, &seccomp_stacked, err) < 0) {
+      cm_error_prefix(err, "policy profile");
+      goto out;
+    }
+    has_stacked = true;
   }
   r.dirfd = state_dir_create(ctx->root, opts->id, err);
   if (r.dirfd < 0)
@@ -312,6 +319,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .no_pivot = opts->no_pivot,
         .no_new_keyring = opts->no_new_keyring,
         .seccomp = has_seccomp ? &seccomp : NULL,
+        .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
     };
     container_stage1(&ic);
   }
@@ -362,6 +370,8 @@ out:
     cgroup_free(r.cgroup);
   if (has_seccomp)
     seccomp_program_free(&seccomp);
+  if (has_stacked)
+    seccomp_program_free(&seccomp_stacked);
   r.st.annotations = (struct spec_kv_list){0};
   container_state_clear(&r.st);
   spec_free(loaded);

@@ -26,6 +26,9 @@ struct create_options {
   bool foreground;
   /* A spec already loaded (and possibly tightened by policy/); NULL: load config_path. */
   struct spec *spec;
+  /* A second seccomp filter stacked on linux.seccomp (a policy profile's); NULL: none. Both are
+   * loaded, so on every syscall the stricter answer wins. */
+  const struct spec_seccomp *stacked_seccomp;
 };
 
 /* The result of a create the caller keeps for run. */
