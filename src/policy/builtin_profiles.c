@@ -1,0 +1,45 @@
+/* The JSON files of seccomp-profiles/, built into the binary (the Makefile makes this object
+ * depend on them), so codemode needs no data files at run time. The same files are installed
+ * under $(DATADIR)/seccomp for use with Docker or `codemode-run --seccomp`. */
+#include <stddef.h>
+#include <string.h>
+
+#include "policy/seccomp_profile.h"
+
+/* .incbin paths are relative to the directory the compiler runs in: the repository root. Each
+ * blob is NUL-terminated so it can be handed to a string parser. */
+#define EMBED(sym, file) \
+  __asm__(".section .rodata\n" \
+          ".global " #sym "\n" \
+          ".type " #sym ", @object\n" \
+          ".balign 16\n" #sym ":\n" \
+          ".incbin \"" file "\"\n" \
+          ".byte 0\n" \
+          ".global " #sym "_end\n" #sym "_end:\n" \
+          ".previous\n")
+
+EMBED(cm_profile_default, "seccomp-profiles/default.json");
+EMBED(cm_profile_mcp, "seccomp-profiles/mcp.json");
+EMBED(cm_profile_mcp_audit, "seccomp-profiles/mcp-audit.json");
+
+extern const char cm_profile_default[], cm_profile_default_end[];
+extern const char cm_profile_mcp[], cm_profile_mcp_end[];
+extern const char cm_profile_mcp_audit[], cm_profile_mcp_audit_end[];
+
+const char *seccomp_profile_builtin(const char *name, size_t *len) {
+  static const struct {
+    const char *name;
+    const char *start, *end;
+  } table[] = {
+      {"default", cm_profile_default, cm_profile_default_end},
+      {"mcp", cm_profile_mcp, cm_profile_mcp_end},
+      {"mcp-audit", cm_profile_mcp_audit, cm_profile_mcp_audit_end},
+  };
+  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+    if (strcmp(table[i].name, name) == 0) {
+      *len = (size_t)(table[i].end - table[i].start) - 1; /* without the NUL */
+      return table[i].start;
+    }
+  }
+  return NULL;
+}

@@ -1,0 +1,106 @@
+/* Profile names, the annotation, the change report and dispatch to the rule sets. */
+#include "policy/profile.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/profile_rules.h"
+#include "spec/json_util.h"
+
+static const char *const profile_names[] = {
+    [POLICY_PROFILE_DEFAULT] = "default",
+    [POLICY_PROFILE_MCP_AUDIT] = "mcp-audit",
+    [POLICY_PROFILE_MCP] = "mcp",
+};
+
+int policy_profile_from_name(const char *name, enum policy_profile *out, struct cm_error **err) {
+  for (size_t i = 0; i < sizeof(profile_names) / sizeof(profile_names[0]); i++) {
+    if (strcmp(profile_names[i], name) == 0) {
+      *out = (enum policy_profile)i;
+      return 0;
+    }
+  }
+  return cm_error_set(err, 0, "unknown profile \"%s\" (known: default, mcp, mcp-audit)", name);
+}
+
+const char *policy_profile_name(enum policy_profile p) {
+  return (size_t)p < sizeof(profile_names) / sizeof(profile_names[0]) ? profile_names[p] : "?";
+}
+
+int policy_effective_profile(const struct spec *s, const char *requested, enum policy_profile *out,
+                             struct cm_error **err) {
+  enum policy_profile asked = POLICY_PROFILE_DEFAULT, annotated = POLICY_PROFILE_DEFAULT;
+  if (requested && policy_profile_from_name(requested, &asked, err) < 0)
+    return cm_error_prefix(err, "--profile");
+  const char *a = s ? spec_kv_get(&s->annotations, POLICY_PROFILE_ANNOTATION) : NULL;
+  if (a && policy_profile_from_name(a, &annotated, err) < 0)
+    return cm_error_prefix(err, "config.json: .annotations[\"%s\"]", POLICY_PROFILE_ANNOTATION);
+  /* An annotation comes with the config, which may be the untrusted party's: it may ask for
+   * more hardening than the command line, never for less. */
+  *out = asked > annotated ? asked : annotated;
+  return 0;
+}
+
+void policy_report_add(struct policy_report *r, const char *fmt, ...) {
+  char *line = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&line, fmt, ap) < 0)
+    abort();
+  va_end(ap);
+  char **grown = realloc(r->lines, (r->count + 1) * sizeof(char *));
+  if (grown == NULL)
+    abort();
+  r->lines = grown;
+  r->lines[r->count++] = line;
+}
+
+/* Record the profile in the config's annotations: `state` shows it, and exec can apply the same
+ * profile to processes started later. */
+static void set_annotation(struct spec *s, const char *value, struct policy_report *r) {
+  struct spec_kv_list *l = &s->annotations;
+  for (size_t i = 0; i < l->count; i++) {
+    if (strcmp(l->items[i].key, POLICY_PROFILE_ANNOTATION) == 0) {
+      if (strcmp(l->items[i].value, value) != 0) {
+        policy_report_add(r, "annotations[%s]: \"%s\" -> \"%s\"", POLICY_PROFILE_ANNOTATION, l->items[i].value,
+                          value);
+        free(l->items[i].value);
+        l->items[i].value = xstrdup(value);
+      }
+      return;
+    }
+  }
+  struct spec_kv *grown = realloc(l->items, (l->count + 1) * sizeof(*grown));
+  if (grown == NULL)
+    abort();
+  l->items = grown;
+  l->items[l->count++] = (struct spec_kv){xstrdup(POLICY_PROFILE_ANNOTATION), xstrdup(value)};
+  policy_report_add(r, "annotations[%s]: set to \"%s\"", POLICY_PROFILE_ANNOTATION, value);
+}
+
+int policy_apply(struct spec *s, enum policy_profile p, const char *bundle, struct policy_result *out,
+                 struct cm_error **err) {
+  memset(out, 0, sizeof(*out));
+  out->profile = p;
+  if (p == POLICY_PROFILE_DEFAULT)
+    return 0;
+  if (policy_mcp_apply(s, p == POLICY_PROFILE_MCP_AUDIT, bundle, out, err) < 0) {
+    cm_error_prefix(err, "profile %s", policy_profile_name(p));
+    policy_result_free(out);
+    return -1;
+  }
+  set_annotation(s, policy_profile_name(p), &out->report);
+  return 0;
+}
+
+void policy_result_free(struct policy_result *r) {
+  if (r == NULL)
+    return;
+  spec_seccomp_clear(&r->stacked_seccomp);
+  for (size_t i = 0; i < r->report.count; i++)
+    free(r->report.lines[i]);
+  free(r->report.lines);
+  memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,57 @@
+/* Hardening profiles: tighten a loaded config.json, whoever wrote it.
+ *
+ *   default    the config as given
+ *   mcp-audit  like mcp, but the extra seccomp rules log instead of deny
+ *   mcp        hardened for untrusted code (an MCP server): see man/codemode-profiles.5
+ *
+ * A profile only ever tightens: every rule keeps the stricter of the config's value and its own.
+ * What cannot be tightened without changing what the caller asked for in a way they must know
+ * about (joining the host's network or pid namespace, binding a sensitive host path) is refused
+ * with an error naming the profile. The changes are reported, one human-readable line each. */
+#ifndef CM_POLICY_PROFILE_H
+#define CM_POLICY_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "spec/spec.h"
+#include "util/error.h"
+
+/* Ordered by strictness: the effective profile is the largest of those asked for. */
+enum policy_profile {
+  POLICY_PROFILE_DEFAULT = 0,
+  POLICY_PROFILE_MCP_AUDIT = 1,
+  POLICY_PROFILE_MCP = 2,
+};
+
+/* The annotation a config uses to ask for a profile (it can only make things stricter). */
+#define POLICY_PROFILE_ANNOTATION "run.codemode.profile"
+
+int policy_profile_from_name(const char *name, enum policy_profile *out, struct cm_error **err);
+const char *policy_profile_name(enum policy_profile p);
+
+/* The stricter of `requested` (NULL: default) and the config's annotation. */
+int policy_effective_profile(const struct spec *s, const char *requested, enum policy_profile *out,
+                             struct cm_error **err);
+
+struct policy_report {
+  char **lines;
+  size_t count;
+};
+
+struct policy_result {
+  enum policy_profile profile;
+  /* A second seccomp filter to stack on the config's own (present == false: none). */
+  struct spec_seccomp stacked_seccomp;
+  struct policy_report report;
+};
+
+/* Tighten s in place. `bundle` (absolute) resolves relative bind sources. */
+int policy_apply(struct spec *s, enum policy_profile p, const char *bundle, struct policy_result *out,
+                 struct cm_error **err);
+void policy_result_free(struct policy_result *r);
+
+/* Report helpers (used by the rule files). */
+void policy_report_add(struct policy_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,411 @@
+/* The mcp profile: what untrusted code (an MCP server) gets, whatever the config asked for.
+ * Every rule keeps the stricter of the config's value and its own, and reports what it changed.
+ * man/codemode-profiles.5 lists the rules and why. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "policy/profile_rules.h"
+#include "policy/seccomp_profile.h"
+#include "spec/json_util.h"
+#include "util/cleanup.h"
+
+#define MCP_MEMORY_LIMIT (512LL * 1024 * 1024)
+#define MCP_PIDS_LIMIT 256
+#define MCP_CPU_PERIOD 100000ULL /* µs; quota == period: one CPU */
+#define MCP_NOFILE_SOFT 1024ULL
+#define MCP_NOFILE_HARD 4096ULL
+#define MCP_OOM_SCORE_ADJ 1000
+#define MCP_TMPFS_SIZE "size=64m"
+
+/* Docker's masked and read-only sets: kernel interfaces that leak host data or accept writes
+ * that act on the whole machine. */
+static const char *const mcp_masked_paths[] = {
+    "/proc/acpi",       "/proc/asound",       "/proc/kcore",       "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+    "/proc/scsi",       "/sys/firmware",      "/sys/devices/virtual/powercap",
+};
+static const char *const mcp_readonly_paths[] = {
+    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+};
+
+/* --- process ------------------------------------------------------------------------------ */
+
+static char *cap_names(uint64_t mask) {
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  for (int cap = 0; cap < 64; cap++) {
+    if (!(mask >> cap & 1))
+      continue;
+    char *name = cap_to_name((cap_value_t)cap);
+    if (name) {
+      for (char *p = name; *p; p++)
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 'a' + 'A' : *p);
+    }
+    fprintf(f, "%s%s", ftell(f) ? " " : "", name ? name : "?");
+    cap_free(name);
+  }
+  fclose(f);
+  return out;
+}
+
+static void tighten_process(struct spec_process *p, struct policy_report *r) {
+  /* setuid binaries and file capabilities could otherwise regain privileges after exec. */
+  if (!p->no_new_privileges) {
+    p->no_new_privileges = true;
+    policy_report_add(r, "process.noNewPrivileges: false -> true");
+  }
+  /* No capability at all: root in the container is then an ordinary user towards the kernel
+   * (CVE-2022-29162/27650 class: inherited or ambient capabilities). */
+  struct spec_capabilities *c = &p->capabilities;
+  uint64_t all = c->bounding | c->effective | c->inheritable | c->permitted | c->ambient;
+  if (all) {
+    cleanup_free char *names = cap_names(all);
+    policy_report_add(r, "process.capabilities: every set emptied (dropped %s)", names);
+  } else if (!c->present) {
+    policy_report_add(r, "process.capabilities: every set emptied");
+  }
+  *c = (struct spec_capabilities){.present = true};
+
+  /* Every process is the first the OOM killer picks: a runaway server, not the host, dies. */
+  if (!p->has_oom_score_adj || p->oom_score_adj < MCP_OOM_SCORE_ADJ) {
+    if (p->has_oom_score_adj)
+      policy_report_add(r, "process.oomScoreAdj: %d -> %d", p->oom_score_adj, MCP_OOM_SCORE_ADJ);
+    else
+      policy_report_add(r, "process.oomScoreAdj: set to %d", MCP_OOM_SCORE_ADJ);
+    p->has_oom_score_adj = true;
+    p->oom_score_adj = MCP_OOM_SCORE_ADJ;
+  }
+}
+
+static struct spec_rlimit *rlimit_find_or_add(struct spec_process *p, int resource, const char *type,
+                                              bool *added) {
+  for (size_t i = 0; i < p->n_rlimits; i++)
+    if (p->rlimits[i].resource == resource) {
+      *added = false;
+      return &p->rlimits[i];
+    }
+  struct spec_rlimit *grown = realloc(p->rlimits, (p->n_rlimits + 1) * sizeof(*grown));
+  if (grown == NULL)
+    abort();
+  p->rlimits = grown;
+  struct spec_rlimit *rl = &p->rlimits[p->n_rlimits++];
+  *rl = (struct spec_rlimit){.resource = resource, .type = xstrdup(type), .soft = RLIM_INFINITY,
+                             .hard = RLIM_INFINITY};
+  *added = true;
+  return rl;
+}
+
+static void tighten_rlimit(struct spec_process *p, int resource, const char *type, uint64_t soft, uint64_t hard,
+                           struct policy_report *r) {
+  bool added;
+  struct spec_rlimit *rl = rlimit_find_or_add(p, resource, type, &added);
+  uint64_t old_soft = rl->soft, old_hard = rl->hard;
+  if (rl->hard > hard)
+    rl->hard = hard;
+  if (rl->soft > soft)
+    rl->soft = soft;
+  if (rl->soft > rl->hard)
+    rl->soft = rl->hard;
+  if (added)
+    policy_report_add(r, "process.rlimits: %s set to %" PRIu64 "/%" PRIu64, type, rl->soft, rl->hard);
+  else if (old_soft != rl->soft || old_hard != rl->hard)
+    policy_report_add(r, "process.rlimits: %s %" PRIu64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64, type, old_soft,
+                      old_hard, rl->soft, rl->hard);
+}
+
+/* --- namespaces ----------------------------------------------------------------------------- */
+
+/* Does `path` name the same namespace the host's init lives in? */
+static bool is_host_namespace(enum spec_ns_type t, const char *path) {
+  char host[64];
+  snprintf(host, sizeof(host), "/proc/1/ns/%s", spec_ns_proc_name(t));
+  struct stat a, b;
+  if (stat(path, &a) < 0 || stat(host, &b) < 0)
+    return false; /* the runtime fails on a bad path anyway */
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm_error **err) {
+  static const enum spec_ns_type required[] = {SPEC_NS_PID, SPEC_NS_NETWORK, SPEC_NS_IPC,
+                                               SPEC_NS_UTS, SPEC_NS_MOUNT,   SPEC_NS_CGROUP};
+  for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+    enum spec_ns_type t = required[i];
+    struct spec_namespace *ns = &s->linux_.namespaces[t];
+    bool shares_host = !ns->present || (ns->path && is_host_namespace(t, ns->path));
+    /* The host's network stack (its listeners, its other interfaces) or its process table (signal
+     * and ptrace targets, /proc of host processes) is what the profile exists to keep out of
+     * reach: refuse, rather than silently change what the caller asked for. */
+    if (shares_host && (t == SPEC_NS_NETWORK || t == SPEC_NS_PID))
+      return cm_error_set(err, EPERM, "linux.namespaces: the host %s namespace cannot be joined (use a new one)",
+                          spec_ns_name(t));
+    if (shares_host && ns->path)
+      return cm_error_set(err, EPERM, "linux.namespaces: joining the host %s namespace (%s) is refused",
+                          spec_ns_name(t), ns->path);
+    if (!ns->present) {
+      ns->present = true;
+      policy_report_add(r, "linux.namespaces: new %s namespace added", spec_ns_name(t));
+    }
+  }
+  return 0;
+}
+
+/* --- mounts --------------------------------------------------------------------------------- */
+
+static bool has_option(const struct spec_mount *m, const char *prefix, bool whole) {
+  size_t n = strlen(prefix);
+  for (size_t i = 0; i < m->options.count; i++)
+    if (whole ? strcmp(m->options.items[i], prefix) == 0 : strncmp(m->options.items[i], prefix, n) == 0)
+      return true;
+  return false;
+}
+
+static void strv_append(struct spec_strv *v, const char *s) {
+  char **grown = realloc(v->items, (v->count + 2) * sizeof(char *));
+  if (grown == NULL)
+    abort();
+  v->items = grown;
+  v->items[v->count++] = xstrdup(s);
+  v->items[v->count] = NULL;
+}
+
+/* Add `opt` unless present; options that contradict it ("suid" for "nosuid") are removed.
+ * Returns true when something changed. */
+static bool force_option(struct spec_mount *m, const char *opt, const char *opposite) {
+  bool changed = false;
+  for (size_t i = 0; i < m->options.count;) {
+    if (strcmp(m->options.items[i], opposite) == 0) {
+      free(m->options.items[i]);
+      memmove(&m->options.items[i], &m->options.items[i + 1], (m->options.count - i) * sizeof(char *));
+      m->options.count--;
+      changed = true;
+    } else {
+      i++;
+    }
+  }
+  if (!has_option(m, opt, true)) {
+    strv_append(&m->options, opt);
+    changed = true;
+  }
+  return changed;
+}
+
+static bool is_bind(const struct spec_mount *m) {
+  return (m->type && strcmp(m->type, "bind") == 0) || (m->flags & MS_BIND);
+}
+
+static bool has_mount_at(const struct spec *s, const char *dest) {
+  for (size_t i = 0; i < s->n_mounts; i++)
+    if (strcmp(s->mounts[i].destination, dest) == 0)
+      return true;
+  return false;
+}
+
+static void add_tmpfs(struct spec *s, const char *dest, const char *const *options, struct policy_report *r) {
+  struct spec_mount *grown = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*grown));
+  if (grown == NULL)
+    abort();
+  s->mounts = grown;
+  struct spec_mount *m = &s->mounts[s->n_mounts++];
+  *m = (struct spec_mount){.destination = xstrdup(dest), .type = xstrdup("tmpfs"), .source = xstrdup("tmpfs")};
+  for (; *options; options++)
+    strv_append(&m->options, *options);
+  spec_mount_decode_options(m);
+  policy_report_add(r, "mounts: tmpfs added at %s (%s)", dest, m->data ? m->data : "");
+}
+
+static int tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r, struct cm_error **err) {
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    struct spec_mount *m = &s->mounts[i];
+    bool changed = false;
+    if (is_bind(m)) {
+      if (policy_check_bind_source(m->source, bundle, err) < 0)
+        return cm_error_prefix(err, "mounts[%zu] (%s)", i, m->destination);
+      /* A setuid binary or a device node on the host side must not work inside. */
+      changed |= force_option(m, "nosuid", "suid");
+      changed |= force_option(m, "nodev", "dev");
+    }
+    const char *type = m->type ? m->type : "";
+    /* sysfs and cgroupfs writes act on the host's devices and cgroups. */
+    if (strcmp(type, "sysfs") == 0 || strcmp(type, "cgroup") == 0 || strcmp(type, "cgroup2") == 0)
+      changed |= force_option(m, "ro", "rw");
+    /* A tmpfs without a size may take half the host's RAM (tmpfs pages can outlive the OOM kill). */
+    if (strcmp(type, "tmpfs") == 0 && !has_option(m, "size=", false)) {
+      strv_append(&m->options, MCP_TMPFS_SIZE);
+      changed = true;
+    }
+    if (changed) {
+      spec_mount_decode_options(m);
+      cleanup_free char *joined = NULL;
+      size_t len = 0;
+      FILE *f = open_memstream(&joined, &len);
+      for (size_t k = 0; k < m->options.count; k++)
+        fprintf(f, "%s%s", k ? "," : "", m->options.items[k]);
+      fclose(f);
+      policy_report_add(r, "mounts[%zu] %s: options now %s", i, m->destination, joined);
+    }
+  }
+  if (!has_mount_at(s, "/tmp"))
+    add_tmpfs(s, "/tmp", (const char *const[]){"nosuid", "nodev", "mode=1777", MCP_TMPFS_SIZE, NULL}, r);
+  if (!has_mount_at(s, "/dev/shm") && has_mount_at(s, "/dev"))
+    add_tmpfs(s, "/dev/shm", (const char *const[]){"nosuid", "nodev", "noexec", "mode=1777", MCP_TMPFS_SIZE, NULL},
+              r);
+  /* The server must not change its own code or plant files for later runs. */
+  if (!s->root_readonly) {
+    s->root_readonly = true;
+    policy_report_add(r, "root.readonly: false -> true");
+  }
+  return 0;
+}
+
+static void add_paths(struct spec_strv *v, const char *const *paths, size_t n, const char *what,
+                      struct policy_report *r) {
+  for (size_t i = 0; i < n; i++) {
+    bool found = false;
+    for (size_t k = 0; k < v->count && !found; k++)
+      found = strcmp(v->items[k], paths[i]) == 0;
+    if (!found) {
+      strv_append(v, paths[i]);
+      policy_report_add(r, "linux.%s: %s added", what, paths[i]);
+    }
+  }
+}
+
+/* --- devices and sysctls -------------------------------------------------------------------- */
+
+static bool standard_device(const struct spec_device *d) {
+  static const int64_t standard[][2] = {{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 2}};
+  if (d->type != 'c' && d->type != 'u')
+    return false;
+  for (size_t i = 0; i < sizeof(standard) / sizeof(standard[0]); i++)
+    if (d->major == standard[i][0] && d->minor == standard[i][1])
+      return true;
+  return false;
+}
+
+static void tighten_devices(struct spec_linux *l, struct policy_report *r) {
+  /* tun, fuse, kvm, block devices…: each one is a kernel driver the server could attack. */
+  size_t kept = 0;
+  for (size_t i = 0; i < l->n_devices; i++) {
+    struct spec_device *d = &l->devices[i];
+    if (standard_device(d)) {
+      l->devices[kept++] = *d;
+      continue;
+    }
+    policy_report_add(r, "linux.devices: %s (%c %" PRId64 ":%" PRId64 ") removed", d->path, d->type, d->major,
+                      d->minor);
+    free(d->path);
+  }
+  l->n_devices = kept;
+  /* The device cgroup: deny everything the config's rules allowed; the runtime then adds back
+   * only the standard set (null, zero, full, random, urandom, tty, ptmx, pts). */
+  struct spec_resources *res = &l->resources;
+  bool already = res->n_devices > 0 && !res->devices[res->n_devices - 1].allow &&
+                 res->devices[res->n_devices - 1].type == 'a';
+  if (!already) {
+    struct spec_device_rule *grown = realloc(res->devices, (res->n_devices + 1) * sizeof(*grown));
+    if (grown == NULL)
+      abort();
+    res->devices = grown;
+    res->devices[res->n_devices++] = (struct spec_device_rule){false, 'a', -1, -1, "rwm"};
+    res->present = true;
+    policy_report_add(r, "linux.resources.devices: deny-all appended (only the standard devices stay usable)");
+  }
+}
+
+static void drop_sysctls(struct spec_linux *l, struct policy_report *r) {
+  /* Namespaced sysctls still change kernel behaviour the server could use (ping ranges, ports,
+   * unprivileged BPF knobs…): an MCP server needs none. */
+  for (size_t i = 0; i < l->sysctl.count; i++)
+    policy_report_add(r, "linux.sysctl: %s=%s removed", l->sysctl.items[i].key, l->sysctl.items[i].value);
+  spec_kv_list_free(&l->sysctl);
+}
+
+/* --- resources ------------------------------------------------------------------------------ */
+
+static void tighten_resources(struct spec_resources *res, struct policy_report *r) {
+  res->present = true;
+  struct spec_memory *m = &res->memory;
+  m->present = true;
+  /* A memory hog is OOM-killed inside its cgroup instead of pushing the host into swap. */
+  if (!m->limit.set || m->limit.value <= 0 || m->limit.value > MCP_MEMORY_LIMIT) {
+    if (m->limit.set && m->limit.value > 0)
+      policy_report_add(r, "linux.resources.memory.limit: %" PRId64 " -> %lld", m->limit.value, MCP_MEMORY_LIMIT);
+    else
+      policy_report_add(r, "linux.resources.memory.limit: set to %lld (512 MiB)", MCP_MEMORY_LIMIT);
+    m->limit = (struct spec_opt_i64){true, MCP_MEMORY_LIMIT};
+  }
+  /* memory.swap is memory+swap: equal to the limit means no swap. */
+  if (!m->swap.set || m->swap.value < 0 || m->swap.value > m->limit.value) {
+    policy_report_add(r, "linux.resources.memory.swap: set to %" PRId64 " (no swap)", m->limit.value);
+    m->swap = (struct spec_opt_i64){true, m->limit.value};
+  }
+  /* A fork bomb stops at the pids limit. */
+  if (!res->has_pids || res->pids_limit <= 0 || res->pids_limit > MCP_PIDS_LIMIT) {
+    if (res->has_pids && res->pids_limit > 0)
+      policy_report_add(r, "linux.resources.pids.limit: %" PRId64 " -> %d", res->pids_limit, MCP_PIDS_LIMIT);
+    else
+      policy_report_add(r, "linux.resources.pids.limit: set to %d", MCP_PIDS_LIMIT);
+    res->has_pids = true;
+    res->pids_limit = MCP_PIDS_LIMIT;
+  }
+  /* At most one CPU's worth of time, so a busy loop cannot starve the host. */
+  struct spec_cpu *c = &res->cpu;
+  uint64_t period = c->period.set && c->period.value ? c->period.value : MCP_CPU_PERIOD;
+  bool unlimited = !c->quota.set || c->quota.value <= 0;
+  if (unlimited || (uint64_t)c->quota.value > period) {
+    if (unlimited)
+      policy_report_add(r, "linux.resources.cpu: quota set to 1 CPU (%" PRIu64 "/%" PRIu64 ")", period, period);
+    else
+      policy_report_add(r, "linux.resources.cpu: quota %" PRId64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64 " (1 CPU)",
+                        c->quota.value, period, period, period);
+    c->present = true;
+    c->period = (struct spec_opt_u64){true, period};
+    c->quota = (struct spec_opt_i64){true, (int64_t)period};
+  }
+}
+
+/* --- seccomp -------------------------------------------------------------------------------- */
+
+static int stack_seccomp(const struct spec *s, bool audit, struct policy_result *out, struct cm_error **err) {
+  const char *name = audit ? "mcp-audit" : "mcp";
+  /* Resolved for the capabilities the container ends up with (none), on this machine. */
+  struct seccomp_profile_target target = {.capabilities = s->process->capabilities.bounding};
+  if (seccomp_profile_load(name, &target, &out->stacked_seccomp, err) < 0)
+    return -1;
+  /* Stacked, not merged: the kernel runs both filters and the stricter answer wins, so nothing
+   * in the caller's filter can weaken this one (and nothing here weakens the caller's). */
+  policy_report_add(&out->report, "seccomp: %s.json stacked on top of %s (%zu rules; the stricter filter wins)",
+                    name, s->linux_.seccomp.present ? "the config's filter" : "no filter in the config",
+                    out->stacked_seccomp.n_syscalls);
+  return 0;
+}
+
+int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct policy_result *out,
+                     struct cm_error **err) {
+  struct policy_report *r = &out->report;
+  if (s->process == NULL)
+    return cm_error_set(err, 0, "config.json: .process: missing");
+  if (tighten_namespaces(s, r, err) < 0 || tighten_mounts(s, bundle, r, err) < 0)
+    return -1;
+  s->has_linux = true;
+  tighten_process(s->process, r);
+  tighten_rlimit(s->process, RLIMIT_NOFILE, "RLIMIT_NOFILE", MCP_NOFILE_SOFT, MCP_NOFILE_HARD, r);
+  /* A core dump would write the server's memory (and whatever secrets it read) to the host. */
+  tighten_rlimit(s->process, RLIMIT_CORE, "RLIMIT_CORE", 0, 0, r);
+  add_paths(&s->linux_.masked_paths, mcp_masked_paths, sizeof(mcp_masked_paths) / sizeof(mcp_masked_paths[0]),
+            "maskedPaths", r);
+  add_paths(&s->linux_.readonly_paths, mcp_readonly_paths,
+            sizeof(mcp_readonly_paths) / sizeof(mcp_readonly_paths[0]), "readonlyPaths", r);
+  tighten_devices(&s->linux_, r);
+  drop_sysctls(&s->linux_, r);
+  tighten_resources(&s->linux_.resources, r);
+  return stack_seccomp(s, audit, out, err);
+}

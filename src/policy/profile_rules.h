@@ -1,0 +1,17 @@
+/* Internal to src/policy: the rule sets behind each profile. */
+#ifndef CM_POLICY_PROFILE_RULES_H
+#define CM_POLICY_PROFILE_RULES_H
+
+#include <stdbool.h>
+
+#include "policy/profile.h"
+
+/* mcp and mcp-audit (audit: the stacked seccomp profile logs instead of denying). */
+int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct policy_result *out,
+                     struct cm_error **err);
+
+/* Refuse a bind mount whose host source is sensitive (bind_policy.c). `source` as written in
+ * the config; `bundle` resolves a relative one. */
+int policy_check_bind_source(const char *source, const char *bundle, struct cm_error **err);
+
+#endif
