@@ -136,7 +136,9 @@ load ../lib/helpers
   [[ "$output" == *$'CapPrm:\t0000000020000420'* ]]
   [[ "$output" == *$'CapEff:\t0000000020000420'* ]]
   [[ "$output" == *$'CapBnd:\t0000000020000420'* ]]
-  [[ "$output" == *$'CapAmb:\t0000000020000420'* ]]
+  # Ambient needs inheritable: runc's default lists ambient caps but no inheritable ones, so
+  # neither runc nor codemode can raise them.
+  [[ "$output" == *$'CapAmb:\t0000000000000000'* ]]
 }
 
 @test "noNewPrivileges sets NoNewPrivs" {
@@ -147,11 +149,14 @@ load ../lib/helpers
 }
 
 @test "maskedPaths hide and readonlyPaths protect" {
-  set_args sh -c 'wc -c </proc/kcore; echo 1 >/proc/sys/kernel/domainname 2>/dev/null && echo wrote || echo ro'
+  # /proc/kcore does not exist on every kernel; /proc/timer_list and /proc/sched_debug are masked
+  # files too. Whichever exists must read as empty.
+  set_args sh -c 'for f in /proc/kcore /proc/timer_list /proc/sched_debug /proc/keys; do [ -e $f ] && wc -c <$f; done; echo 1 >/proc/sys/kernel/domainname 2>/dev/null && echo wrote || echo ro'
   run cm run -b "$BUNDLE" "$CID"
   [ "$status" -eq 0 ]
-  [ "${lines[0]}" = 0 ]
-  [ "${lines[1]}" = ro ]
+  [ "${#lines[@]}" -ge 2 ]
+  for l in "${lines[@]:0:${#lines[@]}-1}"; do [ "$l" = 0 ]; done
+  [ "${lines[-1]}" = ro ]
 }
 
 @test "without a uts namespace in the config the hostname is not changed" {
