@@ -8,7 +8,20 @@
 
 struct cli_globals {
   struct runtime_context ctx;
+  const char *profile; /* --profile NAME, or NULL */
 };
+
+/* A config loaded and tightened by the effective profile (--profile, run.codemode.profile). */
+#include "policy/profile.h"
+struct cli_policy {
+  struct spec *spec;
+  struct policy_result result;
+};
+/* Load o's config, apply the profile (changes logged with --debug), point o->spec and
+ * o->stacked_seccomp at the result. Free with cli_policy_free after the runtime call. */
+int cli_policy_prepare(const struct cli_globals *g, struct create_options *o, struct cli_policy *out,
+                       struct cm_error **err);
+void cli_policy_free(struct cli_policy *p);
 
 /* Report err (stderr, and the log file when --log is set), free it; returns exit status 1. */
 int cli_fail(struct cm_error *err);
@@ -27,5 +40,10 @@ int cmd_list(struct cli_globals *g, int argc, char **argv);
 int cmd_spec(struct cli_globals *g, int argc, char **argv);
 int cmd_features(struct cli_globals *g, int argc, char **argv);
 int cmd_exec(struct cli_globals *g, int argc, char **argv);
+int cmd_pause(struct cli_globals *g, int argc, char **argv);
+int cmd_resume(struct cli_globals *g, int argc, char **argv);
+int cmd_ps(struct cli_globals *g, int argc, char **argv);
+int cmd_update(struct cli_globals *g, int argc, char **argv);
+int cmd_policy(struct cli_globals *g, int argc, char **argv);
 
 #endif

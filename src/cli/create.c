@@ -17,7 +17,10 @@ int cmd_create(struct cli_globals *g, int argc, char **argv) {
   if (r != 0)
     return r < 0 ? 1 : 0;
   struct cm_error *err = NULL;
-  if (runtime_create(&g->ctx, &o, NULL, &err) < 0)
+  struct cli_policy pol;
+  if (cli_policy_prepare(g, &o, &pol, &err) < 0)
     return cli_fail(err);
-  return 0;
+  int rc = runtime_create(&g->ctx, &o, NULL, &err);
+  cli_policy_free(&pol);
+  return rc < 0 ? cli_fail(err) : 0;
 }

@@ -21,9 +21,14 @@ static const char usage[] =
     "  kill      send a signal to a container's init\n"
     "  delete    delete a container\n"
     "  exec      run a new process in a running container\n"
+    "  pause     freeze every process of a container\n"
+    "  resume    thaw a paused container\n"
+    "  ps        list the processes of a container\n"
+    "  update    change a running container's resource limits\n"
     "  list      list containers\n"
     "  spec      write a default config.json\n"
     "  features  print the features this runtime implements (JSON)\n"
+    "  policy    policy explain: what the hardening profile changes in a config\n"
     "\n"
     "Global options:\n"
     "  --root DIR                state directory (default /run/codemode)\n"
@@ -32,6 +37,8 @@ static const char usage[] =
     "  --debug                   debug logging\n"
     "  --systemd-cgroup          use the systemd cgroup driver\n"
     "  --cgroup-manager cgroupfs|systemd|disabled\n"
+    "  --profile NAME            hardening profile: default, mcp, mcp-audit (codemode-profiles(5));\n"
+    "                            `codemode policy explain` shows what it changes\n"
     "  -v, --version             print the version\n"
     "  -h, --help                this help; COMMAND --help for a command's\n";
 
@@ -75,7 +82,7 @@ static const struct {
 } commands[] = {
     {"create", cmd_create}, {"start", cmd_start}, {"run", cmd_run},   {"state", cmd_state},
     {"kill", cmd_kill},     {"delete", cmd_delete}, {"list", cmd_list}, {"spec", cmd_spec},
-    {"features", cmd_features}, {"exec", cmd_exec},
+    {"features", cmd_features}, {"exec", cmd_exec}, {"policy", cmd_policy},
 };
 
 static void print_version(void) {
@@ -87,7 +94,7 @@ int main(int argc, char **argv) {
   const char *log_path = NULL;
   enum cm_log_format log_format = CM_LOG_TEXT;
   bool debug = false;
-  enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD, OPT_CGMGR, OPT_ROOTLESS, OPT_CRIU };
+  enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD, OPT_CGMGR, OPT_ROOTLESS, OPT_CRIU, OPT_PROFILE };
   static const struct option opts[] = {
       {"root", required_argument, NULL, OPT_ROOT},
       {"log", required_argument, NULL, OPT_LOG},
@@ -97,6 +104,7 @@ int main(int argc, char **argv) {
       {"cgroup-manager", required_argument, NULL, OPT_CGMGR},
       {"rootless", required_argument, NULL, OPT_ROOTLESS}, /* runc's; accepted, only "auto"/"false" mean anything */
       {"criu", required_argument, NULL, OPT_CRIU},         /* runc's; accepted and ignored (no checkpointing) */
+      {"profile", required_argument, NULL, OPT_PROFILE},
       {"version", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -133,6 +141,17 @@ int main(int argc, char **argv) {
       break;
     case OPT_ROOTLESS:
     case OPT_CRIU: break;
+    case OPT_PROFILE: {
+      enum policy_profile ignored;
+      struct cm_error *perr = NULL;
+      /* Docker passes runtimeArgs to every command: accept it everywhere, check it once. */
+      if (policy_profile_from_name(optarg, &ignored, &perr) < 0) {
+        cm_error_prefix(&perr, "--profile");
+        return cli_fail(perr);
+      }
+      g.profile = optarg;
+      break;
+    }
     case 'v': print_version(); return 0;
     case 'h': fputs(usage, stdout); return 0;
     default: fputs(usage, stderr); return 1;

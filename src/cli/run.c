@@ -21,7 +21,10 @@ int cmd_run(struct cli_globals *g, int argc, char **argv) {
     return r < 0 ? 1 : 0;
   struct cm_error *err = NULL;
   int status = 0;
-  if (runtime_run(&g->ctx, &o, rf.detach, rf.keep, &status, &err) < 0)
+  struct cli_policy pol;
+  if (cli_policy_prepare(g, &o, &pol, &err) < 0)
     return cli_fail(err);
-  return status;
+  int rc = runtime_run(&g->ctx, &o, rf.detach, rf.keep, &status, &err);
+  cli_policy_free(&pol);
+  return rc < 0 ? cli_fail(err) : status;
 }

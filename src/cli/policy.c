@@ -1,0 +1,112 @@
+/* Hardening profiles on the command line: the global --profile, the run.codemode.profile
+ * annotation, and `codemode policy explain`, which shows what a profile changes in a config. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "policy/profile.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+int cli_policy_prepare(const struct cli_globals *g, struct create_options *o, struct cli_policy *out,
+                       struct cm_error **err) {
+  memset(out, 0, sizeof(*out));
+  cleanup_free char *cfg = NULL;
+  const char *bundle = o->bundle ? o->bundle : ".";
+  const char *path = o->config_path;
+  if (path == NULL) {
+    if (asprintf(&cfg, "%s/config.json", bundle) < 0)
+      abort();
+    path = cfg;
+  }
+  out->spec = spec_load_file(path, "config.json", err);
+  if (out->spec == NULL)
+    return -1;
+  enum policy_profile p;
+  char abs_bundle[PATH_MAX];
+  if (policy_effective_profile(out->spec, g->profile, &p, err) < 0)
+    goto fail;
+  if (realpath(bundle, abs_bundle) == NULL) {
+    cm_error_set(err, errno, "--bundle %s", bundle);
+    goto fail;
+  }
+  if (policy_apply(out->spec, p, abs_bundle, &out->result, err) < 0)
+    goto fail;
+  for (size_t i = 0; i < out->result.report.count; i++)
+    cm_debug("profile %s: %s", policy_profile_name(p), out->result.report.lines[i]);
+  o->spec = out->spec;
+  o->stacked_seccomp = out->result.stacked_seccomp.present ? &out->result.stacked_seccomp : NULL;
+  return 0;
+fail:
+  spec_free(out->spec);
+  out->spec = NULL;
+  return -1;
+}
+
+void cli_policy_free(struct cli_policy *p) {
+  policy_result_free(&p->result);
+  spec_free(p->spec);
+  p->spec = NULL;
+}
+
+static const char help[] =
+    "usage: codemode [--profile NAME] policy explain [options]\n"
+    "\n"
+    "Print what the effective profile (the stricter of --profile and the config's\n"
+    "run.codemode.profile annotation) changes in a bundle's config, one line per change.\n"
+    "Exits 1 with the reason when the profile refuses the config.\n"
+    "\n"
+    "Options:\n"
+    "  -b, --bundle DIR   bundle directory (default: current directory)\n"
+    "  -f, --config FILE  config file (default: BUNDLE/config.json)\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "Profiles: default, mcp-audit, mcp (see codemode-profiles(5)).\n";
+
+int cmd_policy(struct cli_globals *g, int argc, char **argv) {
+  static const struct option opts[] = {
+      {"bundle", required_argument, NULL, 'b'},
+      {"config", required_argument, NULL, 'f'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  struct create_options o = {0};
+  int c;
+  while ((c = getopt_long(argc, argv, "+b:f:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'b': o.bundle = optarg; break;
+    case 'f': o.config_path = optarg; break;
+    case 'h': fputs(help, stdout); return 0;
+    default: return cli_usage_error("policy", "invalid option");
+    }
+  }
+  /* Options may also follow the subcommand: `policy explain -b DIR`. */
+  if (optind >= argc || strcmp(argv[optind], "explain") != 0)
+    return cli_usage_error("policy", "expects the subcommand \"explain\"");
+  optind++;
+  while ((c = getopt_long(argc, argv, "b:f:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'b': o.bundle = optarg; break;
+    case 'f': o.config_path = optarg; break;
+    case 'h': fputs(help, stdout); return 0;
+    default: return cli_usage_error("policy", "invalid option");
+    }
+  }
+  if (optind != argc)
+    return cli_usage_error("policy", "unexpected argument \"%s\"", argv[optind]);
+  struct cli_policy p;
+  struct cm_error *err = NULL;
+  if (cli_policy_prepare(g, &o, &p, &err) < 0)
+    return cli_fail(err);
+  printf("profile: %s\n", policy_profile_name(p.result.profile));
+  if (p.result.report.count == 0)
+    printf("(no changes)\n");
+  for (size_t i = 0; i < p.result.report.count; i++)
+    printf("%s\n", p.result.report.lines[i]);
+  cli_policy_free(&p);
+  return 0;
+}
