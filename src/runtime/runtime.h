@@ -82,6 +82,14 @@ struct exec_options {
 int runtime_exec(const struct runtime_context *ctx, const struct exec_options *opts, int *exit_status,
                  struct cm_error **err);
 
+/* Operations on a live container's cgroup (runtime/control.c). */
+int runtime_pause(const struct runtime_context *ctx, const char *id, struct cm_error **err);
+int runtime_resume(const struct runtime_context *ctx, const char *id, struct cm_error **err);
+/* Host pids of every process in the container's cgroup (malloc'd). */
+int runtime_pids(const struct runtime_context *ctx, const char *id, pid_t **pids, size_t *n, struct cm_error **err);
+int runtime_update(const struct runtime_context *ctx, const char *id, const struct spec_resources *r,
+                   struct cm_error **err);
+
 /* The OCI state document of one container (JSON, malloc'd). */
 char *runtime_state_json(const struct runtime_context *ctx, const char *id, struct cm_error **err);
 

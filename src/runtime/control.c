@@ -1,0 +1,79 @@
+/* pause, resume, ps and update: operations on a running container's cgroup. Each opens the
+ * container under its lock (container_open) and checks the status first, with runc's wording. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "runtime/container.h"
+#include "runtime/runtime.h"
+
+static int open_with_cgroup(const struct runtime_context *ctx, const char *id, struct container *c,
+                            struct cm_error **err) {
+  if (container_open(ctx, id, c, err) < 0)
+    return -1;
+  if (c->cgroup == NULL && c->status != STATUS_STOPPED && c->status != STATUS_CREATING) {
+    container_close(c);
+    return cm_error_set(err, 0, "container \"%s\" has no cgroup (created with --cgroup-manager disabled)", id);
+  }
+  return 0;
+}
+
+static bool is_alive(enum container_status s) {
+  return s == STATUS_CREATED || s == STATUS_RUNNING || s == STATUS_PAUSED;
+}
+
+int runtime_pause(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
+  struct container c;
+  if (open_with_cgroup(ctx, id, &c, err) < 0)
+    return -1;
+  int rc;
+  if (c.status == STATUS_PAUSED)
+    rc = cm_error_set(err, 0, "container already paused");
+  else if (c.status != STATUS_RUNNING && c.status != STATUS_CREATED)
+    rc = cm_error_set(err, 0, "container not running");
+  else
+    rc = cgroup_freeze(c.cgroup, true, err);
+  container_close(&c);
+  return rc;
+}
+
+int runtime_resume(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
+  struct container c;
+  if (open_with_cgroup(ctx, id, &c, err) < 0)
+    return -1;
+  int rc;
+  if (c.status != STATUS_PAUSED)
+    rc = cm_error_set(err, 0, "container not paused");
+  else
+    rc = cgroup_freeze(c.cgroup, false, err);
+  container_close(&c);
+  return rc;
+}
+
+int runtime_pids(const struct runtime_context *ctx, const char *id, pid_t **pids, size_t *n, struct cm_error **err) {
+  *pids = NULL;
+  *n = 0;
+  struct container c;
+  if (open_with_cgroup(ctx, id, &c, err) < 0)
+    return -1;
+  int rc = 0;
+  if (is_alive(c.status))
+    rc = cgroup_pids(c.cgroup, pids, n, err);
+  else
+    rc = cm_error_set(err, 0, "container not running");
+  container_close(&c);
+  return rc;
+}
+
+int runtime_update(const struct runtime_context *ctx, const char *id, const struct spec_resources *r,
+                   struct cm_error **err) {
+  struct container c;
+  if (open_with_cgroup(ctx, id, &c, err) < 0)
+    return -1;
+  int rc;
+  if (!is_alive(c.status))
+    rc = cm_error_set(err, 0, "container not running");
+  else
+    rc = cgroup_update(c.cgroup, r, err);
+  container_close(&c);
+  return rc;
+}
