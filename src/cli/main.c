@@ -83,6 +83,7 @@ static const struct {
     {"create", cmd_create}, {"start", cmd_start}, {"run", cmd_run},   {"state", cmd_state},
     {"kill", cmd_kill},     {"delete", cmd_delete}, {"list", cmd_list}, {"spec", cmd_spec},
     {"features", cmd_features}, {"exec", cmd_exec}, {"policy", cmd_policy},
+    {"pause", cmd_pause},       {"resume", cmd_resume}, {"ps", cmd_ps},     {"update", cmd_update},
 };
 
 static void print_version(void) {
