@@ -18,6 +18,7 @@
 #include "linux/console.h"
 #include "linux/namespaces.h"
 #include "linux/seccomp.h"
+#include "linux/selfclone.h"
 #include "linux/sysctl.h"
 #include "runtime/container_init.h"
 #include "runtime/hooks.h"
@@ -230,6 +231,11 @@ static void teardown(struct create_run *r) {
 
 int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
                    struct created_container *out, struct cm_error **err) {
+  /* CVE-2019-5736: every container process is forked from us, so its /proc/PID/exe is our
+   * binary until its execve. Re-exec from a sealed memfd copy first (does not return), so that
+   * link never leads to the host file. Nothing has been made yet, so the re-exec loses nothing. */
+  if (selfclone_ensure(err) < 0)
+    return -1;
   if (container_id_validate(opts->id, err) < 0)
     return -1;
   struct spec *loaded = NULL;
