@@ -372,10 +372,16 @@ int cgroup_pids(struct cgroup *cg, pid_t **pids, size_t *n, struct cm_error **er
 int cgroup_kill_all(struct cgroup *cg, int signo, struct cm_error **err) {
   if (cg->mode == CGROUP_MODE_DISABLED)
     return disabled_error("kill --all", err);
+  /* A paused container stays paused for catchable signals (they are delivered on resume);
+   * SIGKILL thaws it so the processes actually die. */
+  bool was_frozen = cgroup_is_frozen(cg, NULL) == 1;
   if (signo == SIGKILL && cg->v2_dir != NULL) {
     int r = cg_v2_kill(cg->v2_dir, err);
-    if (r != 0)
-      return r;
+    if (r < 0)
+      return -1;
+    /* cgroup.kill reaches v2-frozen tasks, but a v1 freezer (hybrid) holds them until thawed. */
+    if (r == 1)
+      return was_frozen && cg->mode != CGROUP_MODE_UNIFIED ? cgroup_freeze(cg, false, err) : 0;
   }
   /* Freeze first so nothing forks between reading the list and signalling it. */
   bool v1;
@@ -397,7 +403,7 @@ int cgroup_kill_all(struct cgroup *cg, int signo, struct cm_error **err) {
       rc = cm_error_set(err, errno, "kill process %d", (int)pids[i]);
   }
   free(pids);
-  if (frozen) {
+  if (frozen && (!was_frozen || signo == SIGKILL)) {
     struct cm_error *terr = NULL;
     if (cgroup_freeze(cg, false, rc == 0 ? err : &terr) < 0)
       rc = -1;

@@ -109,29 +109,38 @@ static long events_value(const char *dir, const char *key) {
   return -1;
 }
 
+/* The requested state (cgroup.freeze), not cgroup.events' "frozen", which flickers to 0 while a
+ * task of a paused cgroup dies of a fatal signal. cg_v2_freeze() already waited for it. */
 int cg_v2_is_frozen(const char *dir, struct cm_error **err) {
-  long v = events_value(dir, "frozen");
-  if (v < 0) {
-    cleanup_free char *state = cg_read(dir, "cgroup.freeze", err);
-    if (state == NULL)
-      return -1;
-    return state[0] == '1';
-  }
-  return v == 1;
+  cleanup_free char *state = cg_read(dir, "cgroup.freeze", err);
+  if (state == NULL)
+    return -1;
+  return state[0] == '1';
 }
 
 int cg_v2_freeze(const char *dir, bool frozen, struct cm_error **err) {
   if (cg_write(dir, "cgroup.freeze", frozen ? "1" : "0", NULL, err) < 0)
     return -1;
-  /* Freezing is asynchronous: wait until the kernel reports it done (about 5 s at most). */
-  for (int i = 0; i < 500; i++) {
+  /* Freezing is asynchronous: wait until the kernel reports it done (about 5 s at most). Thawing
+   * takes effect on the write; its report was once seen lagging behind with dying tasks in a
+   * nested cgroup, so it gets a short wait only. */
+  int tries = frozen ? 500 : 100;
+  for (int i = 0; i < tries; i++) {
     long v = events_value(dir, "frozen");
     if (v < 0 || v == (frozen ? 1 : 0))
       return 0;
     sleep_ms(10);
   }
-  return cm_error_set(err, ETIMEDOUT, "%s %s: cgroup.events never reported frozen %d", frozen ? "freeze" : "thaw",
-                      dir, frozen ? 1 : 0);
+  if (!frozen) {
+    cm_debug("cgroup: thaw %s: cgroup.events still says frozen 1; cgroup.freeze is 0", dir);
+    return 0;
+  }
+  cleanup_free char *events = cg_read(dir, "cgroup.events", NULL);
+  for (char *p = events; p && *p; p++)
+    if (*p == '\n')
+      *p = ' ';
+  return cm_error_set(err, ETIMEDOUT, "%s %s: cgroup.events never reported frozen %d (it says: %s)",
+                      frozen ? "freeze" : "thaw", dir, frozen ? 1 : 0, events ? events : "?");
 }
 
 int cg_v2_kill(const char *dir, struct cm_error **err) {

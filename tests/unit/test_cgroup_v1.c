@@ -147,6 +147,17 @@ static void test_kill_term_and_destroy_kills_rest(void **state) {
   assert_int_equal(waitpid(b, &status, 0), b);
   assert_int_equal(cgroup_is_frozen(cg, NULL), 0);
 
+  /* Paused: a catchable signal leaves it paused; SIGKILL thaws it so the process dies. */
+  pid_t p = spawn_sleeper();
+  ASSERT_OK(cgroup_enter(cg, p, &err));
+  ASSERT_OK(cgroup_freeze(cg, true, &err));
+  ASSERT_OK(cgroup_kill_all(cg, SIGTERM, &err));
+  assert_int_equal(cgroup_is_frozen(cg, NULL), 1);
+  ASSERT_OK(cgroup_kill_all(cg, SIGKILL, &err));
+  assert_int_equal(waitpid(p, &status, 0), p);
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(cgroup_is_frozen(cg, NULL), 0);
+
   /* destroy kills what is left before removing. */
   pid_t c = spawn_sleeper();
   ASSERT_OK(cgroup_enter(cg, c, &err));

@@ -134,6 +134,17 @@ static void test_kill_term_and_nested(void **state) {
   assert_int_equal(waitpid(b, &status, 0), b);
   assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
 
+  /* Paused: a catchable signal leaves it paused; SIGKILL (cgroup.kill) kills it anyway. */
+  pid_t p = spawn_sleeper();
+  ASSERT_OK(cgroup_enter(cg, p, &err));
+  ASSERT_OK(cgroup_freeze(cg, true, &err));
+  ASSERT_OK(cgroup_kill_all(cg, SIGTERM, &err));
+  assert_int_equal(cgroup_is_frozen(cg, NULL), 1);
+  ASSERT_OK(cgroup_kill_all(cg, SIGKILL, &err));
+  assert_int_equal(waitpid(p, &status, 0), p);
+  assert_true(WIFSIGNALED(status));
+  ASSERT_OK(cgroup_freeze(cg, false, &err));
+
   pid_t c = spawn_sleeper();
   ASSERT_OK(cgroup_enter(cg, c, &err));
   destroy_and_check(cg, path); /* kills c, removes inner too */
