@@ -35,7 +35,7 @@ CLI_OBJS  := $(CLI_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/codemode
+all: $(B)/codemode $(B)/codemode-run
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -49,6 +49,13 @@ $(B)/libcodemode.a: $(LIB_OBJS)
 
 $(B)/codemode: $(CLI_OBJS) $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(B)/libcodemode.a $(LDLIBS)
+
+# codemode-run (issue 6): the standalone launcher, one file on top of the library.
+$(B)/codemode-run: $(B)/src/cli/run_standalone.o $(B)/libcodemode.a
+	$(CC) $(LDFLAGS) -o $@ $< $(B)/libcodemode.a $(LDLIBS) -lm
+
+# The seccomp profiles are built into the binary (.incbin): rebuild when one changes.
+$(B)/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)
 
 $(B)/tests/%: tests/unit/%.c $(B)/libcodemode.a
 	@mkdir -p $(dir $@)
@@ -64,6 +71,7 @@ check: all $(UNIT_BINS)
 
 install: all
 	install -D -m 0755 $(B)/codemode $(DESTDIR)$(BINDIR)/codemode
+	install -D -m 0755 $(B)/codemode-run $(DESTDIR)$(BINDIR)/codemode-run
 	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; \
 	  s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 	@for p in seccomp-profiles/*.json; do [ -e "$$p" ] || continue; \
@@ -76,7 +84,7 @@ format:
 	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c')
 
 .PHONY: all unit unit-bins check install clean format
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
 
 # Fuzzing (tests/fuzz): make fuzz [FUZZ_SECONDS=60]. Each tests/fuzz/fuzz_*.c is a libFuzzer
 # target built with clang, ASan and UBSan against the parser sources it needs; FUZZ_SECONDS=0
