@@ -1,0 +1,49 @@
+// A real MCP client (the TypeScript SDK) that launches its stdio server through codemode-run,
+// as an MCP client's "mcpServers" entry would. Usage:
+//   node client.mjs CHECKS|HANG COMMAND ARGS...
+// CHECKS: initialize, tools/list, read a file from the read-only /data mount, a write that must
+// fail, then close stdin (clean shutdown) and print the server's exit.
+// HANG: initialize, print "READY <pid of codemode-run>", then wait forever (the orphan test
+// SIGKILLs us).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [mode, command, ...args] = process.argv.slice(2);
+const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
+const client = new Client({ name: "codemode-test-client", version: "1.0.0" });
+
+function ok(cond, what) {
+  if (!cond) {
+    console.log(`FAIL ${what}`);
+    process.exit(1);
+  }
+  console.log(`ok ${what}`);
+}
+
+const text = (r) => (r.content || []).map((c) => c.text || "").join("\n");
+
+await client.connect(transport);
+ok(client.getServerVersion()?.name !== undefined, `initialize (server ${client.getServerVersion()?.name})`);
+if (mode === "HANG") {
+  console.log(`READY ${transport.pid}`);
+  setInterval(() => {}, 1 << 30);
+} else {
+  const tools = (await client.listTools()).tools.map((t) => t.name);
+  ok(tools.includes("read_text_file") || tools.includes("read_file"), `tools/list (${tools.length} tools)`);
+  const readTool = tools.includes("read_text_file") ? "read_text_file" : "read_file";
+  const read = await client.callTool({ name: readTool, arguments: { path: "/data/hello.txt" } });
+  ok(!read.isError && text(read).includes("hello from the host"), "tools/call read a file from the read-only mount");
+  let writeFailed = false;
+  try {
+    const w = await client.callTool({ name: "write_file", arguments: { path: "/data/new.txt", content: "x" } });
+    writeFailed = !!w.isError;
+  } catch (e) {
+    writeFailed = true;
+  }
+  ok(writeFailed, "tools/call write into the read-only mount fails");
+  const escape = await client.callTool({ name: readTool, arguments: { path: "/etc/passwd" } }).catch((e) => ({ isError: true }));
+  ok(escape.isError, "tools/call outside the allowed directory is refused");
+  await client.close();
+  ok(true, "clean shutdown (stdin closed)");
+  process.exit(0);
+}

@@ -1,0 +1,131 @@
+#!/bin/bash
+# tests/mcp/run.sh — a real MCP client (@modelcontextprotocol/sdk) talking over stdio to a real
+# MCP server (@modelcontextprotocol/server-filesystem) that runs under `codemode-run --profile
+# mcp`, with node from this machine in a bundle of its shared-library closure. TAP on stdout;
+# exit 77 (with the reason as the last stderr line) when node/npm are missing.
+#   1 initialize, tools/list, read from a read-only mount, a write fails, clean shutdown
+#   2 the MCP client is SIGKILLed: codemode-run (PR_SET_PDEATHSIG) stops and deletes the container
+#   3 codemode-run itself is SIGKILLed: its watcher deletes the container
+#   4 `codemode-run --explain` shows what the profile changed
+# npm packages are cached in tests/mcp/.work (node_modules + npm cache), installed on first use.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+: "${CODEMODE:=$repo/build/codemode}"
+CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
+: "${CM_TEST_TOKEN:=cm-mcp-$$}"
+export CODEMODE CM_TEST_TOKEN
+
+for tool in node npm jq; do
+  command -v $tool >/dev/null || { echo "tests/mcp: $tool is not installed" >&2; exit 77; }
+done
+[ -x "$CODEMODE_RUN" ] || { echo "tests/mcp: $CODEMODE_RUN is not built (run make)" >&2; exit 1; }
+
+cache=$here/.work
+if ! cmp -s "$here/package.json" "$cache/package.json" || [ ! -d "$cache/node_modules/@modelcontextprotocol/sdk" ]; then
+  mkdir -p "$cache"
+  cp "$here/package.json" "$cache/package.json"
+  (cd "$cache" && timeout 600 npm install --no-audit --no-fund --cache "$cache/npm-cache" >&2) || {
+    echo "tests/mcp: npm install failed (is the npm registry reachable?)" >&2
+    exit 77
+  }
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/cm-mcp.XXXXXX")
+state=$work/state
+data=$work/data
+id=cm-test-mcp-$$
+cleanup() {
+  local d
+  for d in "$state"/*/; do [ -d "$d" ] && "$CODEMODE" --root "$state" delete --force "$(basename "$d")" 2>/dev/null; done
+  rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+
+n=0 failed=0
+pass() { n=$((n + 1)); echo "ok $n $1"; }
+fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n $1"; shift; for l in "$@"; do echo "# $l"; done; }
+
+echo "1..4"
+mkdir -p "$data"
+echo "hello from the host" >"$data/hello.txt"
+"$here/make-node-bundle.sh" "$work/bundle" "$cache/node_modules" >&2 || { echo "Bail out! bundle build failed"; exit 1; }
+# The client resolves the SDK from the test's node_modules.
+export NODE_PATH=$cache/node_modules
+ln -sfn "$cache/node_modules" "$work/node_modules"
+cp "$here/client.mjs" "$work/client.mjs"
+server_cmd=("$CODEMODE_RUN" --root "$state" --profile mcp --timeout 120 --mount "$data:/data:ro")
+
+# Nothing of the container may survive: no state dir, no process carrying the token, no cgroup.
+nothing_left() {
+  local cid=$1 tries=50 p
+  while [ $tries -gt 0 ]; do
+    local left=""
+    [ -e "$state/$cid" ] && left="state dir $state/$cid"
+    for p in /proc/[0-9]*; do
+      if tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN"; then
+        left="$left process ${p#/proc/}"
+      fi
+    done
+    if find /sys/fs/cgroup -maxdepth 4 -type d -name "$cid" 2>/dev/null | grep -q .; then left="$left cgroup"; fi
+    [ -z "$left" ] && return 0
+    sleep 0.2
+    tries=$((tries - 1))
+  done
+  echo "$left"
+  return 1
+}
+
+# 1: the whole conversation.
+out=$(cd "$work" && timeout 180 node client.mjs CHECKS "${server_cmd[@]}" --id "$id-1" "$work/bundle" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && left=$(nothing_left "$id-1"); then
+  pass "MCP client <-> filesystem server in codemode-run --profile mcp (initialize, tools/list, read, refused write, shutdown)"
+else
+  fail "MCP client <-> server conversation (rc=$rc)" "${out//$'\n'/ | }" "${left:-}"
+fi
+
+# 2: the client dies without a word.
+log=$work/hang.log
+(cd "$work" && exec timeout 120 node client.mjs HANG "${server_cmd[@]}" --id "$id-2" "$work/bundle") >"$log" 2>&1 &
+client=$!
+for _ in $(seq 100); do grep -q READY "$log" && break; sleep 0.2; done
+if grep -q READY "$log" && [ -e "$state/$id-2" ]; then
+  # timeout(1) is the client's parent; the node process is its child.
+  node_pid=$(pgrep -P "$client" node || true)
+  kill -9 "${node_pid:-$client}" 2>/dev/null
+  wait "$client" 2>/dev/null
+  if left=$(nothing_left "$id-2"); then
+    pass "client SIGKILLed: container and its processes are gone"
+  else
+    fail "client SIGKILLed: leftovers" "$left"
+  fi
+else
+  kill -9 "$client" 2>/dev/null
+  fail "client SIGKILLed: the server never came up" "$(tr '\n' '|' <"$log")"
+fi
+
+# 3: codemode-run itself is SIGKILLed (its watcher cleans up).
+("${server_cmd[@]}" --id "$id-3" "$work/bundle" </dev/null >/dev/null 2>&1 & echo $! >"$work/run.pid"; wait) &
+for _ in $(seq 100); do [ -e "$state/$id-3/state.json" ] && break; sleep 0.2; done
+if [ -e "$state/$id-3/state.json" ]; then
+  kill -9 "$(cat "$work/run.pid")"
+  if left=$(nothing_left "$id-3"); then
+    pass "codemode-run SIGKILLed: the watcher deleted the container"
+  else
+    fail "codemode-run SIGKILLed: leftovers" "$left"
+  fi
+else
+  fail "codemode-run SIGKILLed: the container never came up"
+fi
+wait
+
+# 4: the profile's effect is visible.
+out=$("$CODEMODE_RUN" --explain --mount "$data:/data:ro" "$work/bundle" 2>&1)
+if grep -q "^profile: mcp" <<<"$out" && grep -q "seccomp: mcp.json stacked" <<<"$out" &&
+  grep -q "pids.limit" <<<"$out"; then
+  pass "codemode-run --explain lists the profile's changes"
+else
+  fail "codemode-run --explain" "${out//$'\n'/ | }"
+fi
+[ $failed -eq 0 ]
