@@ -239,7 +239,13 @@ static void container_init(const struct init_config *c) {
   if (build_rootfs) {
     /* Relative bind sources resolve against the bundle. */
     if (chdir(c->bundle) < 0) {
-      cm_error_set(&err, errno, "chdir to bundle %s", c->bundle);
+      if (errno == EACCES && s->linux_.namespaces[SPEC_NS_USER].present)
+        cm_error_set(&err, errno,
+                     "chdir to bundle %s (the user namespace's root must be able to search every "
+                     "directory above the bundle)",
+                     c->bundle);
+      else
+        cm_error_set(&err, errno, "chdir to bundle %s", c->bundle);
       fail(sync_fd, err);
     }
     if (rootfs_prepare(s, c->rootfs, &err) < 0)

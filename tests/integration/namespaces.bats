@@ -10,8 +10,13 @@ userns_bundle() {
   set_cfg '.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
            | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]'
   chown -R 100000:100000 "$BUNDLE/rootfs"
-  # The bundle dir itself must be traversable by the mapped root.
-  chmod 0755 "$BUNDLE" "$TEST_DIR"
+  # Every directory above the rootfs must be searchable by the mapped root (Docker's
+  # /var/lib/docker is 0711 for the same reason); bats' own run dir is 0700.
+  local d=$BUNDLE
+  while [ "$d" != / ]; do
+    chmod o+x "$d"
+    d=$(dirname "$d")
+  done
 }
 
 @test "user namespace: uid_map/gid_map as configured, root inside" {
