@@ -135,14 +135,16 @@ static int v1_cpu(const char *dir, const struct spec_cpu *c, struct cm_error **e
   if (c->shares.set && c->shares.value != 0 &&
       cg_writef(dir, "cpu.shares", F("cpu.shares"), err, "%" PRIu64, c->shares.value) < 0)
     return -1;
+  /* 0 means "leave it" (Docker's update sends every field, unset ones as 0), as with runc. */
+  bool quota_set = c->quota.set && c->quota.value != 0;
   char quota[32];
-  if (c->quota.set)
+  if (quota_set)
     v1_limit(quota, c->quota.value);
   if (c->period.set && c->period.value != 0) {
     struct cm_error *first = NULL;
     if (cg_writef(dir, "cpu.cfs_period_us", F("cpu.period"), &first, "%" PRIu64, c->period.value) < 0) {
       /* The old quota may not fit the new period: quota first, then the period again. */
-      if (first->errnum != EINVAL || !c->quota.set) {
+      if (first->errnum != EINVAL || !quota_set) {
         return pass_error(err, first);
       }
       cm_error_free(first);
@@ -151,14 +153,14 @@ static int v1_cpu(const char *dir, const struct spec_cpu *c, struct cm_error **e
         return -1;
     }
   }
-  if (c->quota.set && cg_write(dir, "cpu.cfs_quota_us", quota, F("cpu.quota"), err) < 0)
+  if (quota_set && cg_write(dir, "cpu.cfs_quota_us", quota, F("cpu.quota"), err) < 0)
     return -1;
   if (c->burst.set && cg_writef(dir, "cpu.cfs_burst_us", F("cpu.burst"), err, "%" PRIu64, c->burst.value) < 0)
     return -1;
-  if (c->realtime_period.set &&
+  if (c->realtime_period.set && c->realtime_period.value != 0 &&
       cg_writef(dir, "cpu.rt_period_us", F("cpu.realtimePeriod"), err, "%" PRIu64, c->realtime_period.value) < 0)
     return -1;
-  if (c->realtime_runtime.set &&
+  if (c->realtime_runtime.set && c->realtime_runtime.value != 0 &&
       cg_writef(dir, "cpu.rt_runtime_us", F("cpu.realtimeRuntime"), err, "%" PRId64, c->realtime_runtime.value) < 0)
     return -1;
   if (c->idle.set) {

@@ -105,9 +105,10 @@ static uint64_t shares_to_weight(uint64_t shares) {
 }
 
 int cg_v2_apply_cpu(const char *dir, const struct spec_cpu *c, struct cm_error **err) {
-  if (c->realtime_runtime.set || c->realtime_period.set)
+  bool rt_runtime = c->realtime_runtime.set && c->realtime_runtime.value != 0;
+  if (rt_runtime || (c->realtime_period.set && c->realtime_period.value != 0))
     return cm_error_set(err, ENOTSUP, F("cpu.%s") ": realtime scheduling limits are not supported on cgroup v2",
-                        c->realtime_runtime.set ? "realtimeRuntime" : "realtimePeriod");
+                        rt_runtime ? "realtimeRuntime" : "realtimePeriod");
   bool any = (c->shares.set && c->shares.value != 0) || c->quota.set || c->period.set || c->burst.set || c->idle.set;
   if (!any)
     return 0;
@@ -116,7 +117,10 @@ int cg_v2_apply_cpu(const char *dir, const struct spec_cpu *c, struct cm_error *
   if (c->shares.set && c->shares.value != 0 &&
       cg_writef(dir, "cpu.weight", F("cpu.shares"), err, "%" PRIu64, shares_to_weight(c->shares.value)) < 0)
     return -1;
-  if (c->quota.set || c->period.set) {
+  /* 0 means "leave it" (Docker's update sends every field, unset ones as 0), as with runc. */
+  bool quota_set = c->quota.set && c->quota.value != 0;
+  bool period_set = c->period.set && c->period.value != 0;
+  if (quota_set || period_set) {
     /* Keep the half of "quota period" the config leaves out. */
     cleanup_free char *current = cg_read(dir, "cpu.max", err);
     if (current == NULL)
@@ -125,12 +129,12 @@ int cg_v2_apply_cpu(const char *dir, const struct spec_cpu *c, struct cm_error *
     unsigned long long old_period = 100000;
     sscanf(current, "%31s %llu", old_quota, &old_period);
     char quota[32];
-    if (c->quota.set)
+    if (quota_set)
       limit_str(quota, c->quota.value);
     else
       snprintf(quota, sizeof(quota), "%s", old_quota);
     unsigned long long period = c->period.set && c->period.value != 0 ? (unsigned long long)c->period.value : old_period;
-    if (cg_writef(dir, "cpu.max", c->quota.set ? F("cpu.quota") : F("cpu.period"), err, "%s %llu", quota, period) <
+    if (cg_writef(dir, "cpu.max", quota_set ? F("cpu.quota") : F("cpu.period"), err, "%s %llu", quota, period) <
         0)
       return -1;
   }
