@@ -1,5 +1,6 @@
 #include "runtime/container_init.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -147,8 +148,14 @@ static bool is_executable_file(const char *path) {
 char *process_find_executable(const struct spec_process *p, struct cm_error **err) {
   const char *name = p->args.items[0];
   if (strchr(name, '/')) {
-    if (!is_executable_file(name))
-      return cm_error_set(err, errno ? errno : EACCES, "exec: \"%s\"", name), NULL;
+    if (!is_executable_file(name)) {
+      /* Go's wording ("no such file or directory", "permission denied"): Docker matches it to
+       * exit 127 / 126. */
+      char reason[128];
+      snprintf(reason, sizeof(reason), "%s", strerror(errno ? errno : EACCES));
+      reason[0] = (char)tolower((unsigned char)reason[0]);
+      return cm_error_set(err, 0, "exec: \"%s\": %s", name, reason), NULL;
+    }
     return strdup(name);
   }
   const char *path = env_get(&p->env, "PATH");
