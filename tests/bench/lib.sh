@@ -72,8 +72,7 @@ bench_runtime_argv() {
 # STATEDIR (and any id starting with PREFIX it may have half-created), then remove STATEDIR.
 bench_cleanup_runtime() {
   local name=$1 state=$2 prefix=$3 id
-  [ -d "$state" ] || return 0
-  if bench_runtime_argv "$name" "$state"; then
+  if [ -d "$state" ] && bench_runtime_argv "$name" "$state"; then
     # `list -q` is runc/crun's ids-only format; fall back to the first column of the table.
     {
       timeout -k 2 10 "${RT[@]}" list -q 2>/dev/null ||
@@ -87,15 +86,20 @@ bench_cleanup_runtime() {
   fi
   rm -rf "$state"
   # A cgroup a runtime failed to remove (its processes gone) is removed here so nothing is left.
+  # Runtimes name them after the id, at the top (runc, crun) or under their own parent (codemode/).
   local cg
-  for cg in /sys/fs/cgroup/"$prefix"*; do
-    [ -d "$cg" ] || continue
+  for cg in $(bench_cgroups "$prefix"); do
     if [ -s "$cg/cgroup.procs" ]; then
       bench_log "warning: $cg still has processes: $(tr '\n' ' ' <"$cg/cgroup.procs")"
       continue
     fi
     find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || bench_log "warning: could not remove $cg"
   done
+}
+
+# bench_cgroups PREFIX: cgroup directories named after our container ids.
+bench_cgroups() {
+  find /sys/fs/cgroup -maxdepth 3 -type d -name "$1*" -prune 2>/dev/null
 }
 
 # bench_kill_strays DIR: SIGKILL runtime processes still running with DIR (our unique temp dir)
@@ -111,9 +115,6 @@ bench_kill_strays() {
 
 # bench_leftovers PREFIX: print the cgroups our containers left behind; empty when clean.
 bench_leftovers() {
-  local prefix=$1 cg
-  for cg in /sys/fs/cgroup/"$prefix"*; do
-    [ -e "$cg" ] && echo "cgroup $cg"
-  done
-  return 0
+  local cg
+  for cg in $(bench_cgroups "$1"); do echo "cgroup $cg"; done
 }

@@ -18,7 +18,7 @@ runtimes=${BENCH_RUNTIMES:-crun runc codemode}
 scale=${BENCH_SCALE:-1 10 100}
 codemode=${CODEMODE:-$top/build/codemode}
 
-keys="run csd exec oneshot rss"
+keys="run csd exec oneshot oneshot_mcp rss"
 for n in $scale; do keys+=" create$n"; done
 
 label() {
@@ -26,7 +26,8 @@ label() {
     run) echo 'run /bin/true' ;;
     csd) echo 'create + start + delete -f' ;;
     exec) echo 'exec /bin/true (container running)' ;;
-    oneshot) echo 'codemode-run one-shot (others: their `run`)' ;;
+    oneshot) echo 'codemode-run --profile default (others: their `run`)' ;;
+    oneshot_mcp) echo 'codemode-run, profile mcp (others: their `run`)' ;;
     rss) echo 'peak RSS of `run`' ;;
     create*) echo "create, ${1#create} running" ;;
   esac
@@ -61,7 +62,7 @@ cell() {
         else printf "%.2f ms ±%.2f (%.2f–%.2f)", $4, $5, $6, $7
       }' "$tsv"
       ;;
-    na) [ "$key" = oneshot ] && echo 'see run' || echo '—' ;;
+    na) case $key in oneshot*) echo 'see run' ;; *) echo '—' ;; esac ;;
     skip | fail) field "$key" "$rt" 8 ;;
     *) echo 'not measured' ;;
   esac
@@ -70,7 +71,7 @@ cell() {
 # median KEY RUNTIME: the median when measured (for oneshot, crun/runc fall back to their run).
 median() {
   local key=$1 rt=$2
-  [ "$key" = oneshot ] && [ "$rt" != codemode ] && key=run
+  case $key in oneshot*) [ "$rt" != codemode ] && key=run ;; esac
   if [ "$(field "$key" "$rt" 3)" = ok ]; then field "$key" "$rt" 4; fi
 }
 
@@ -135,7 +136,7 @@ for key in $keys; do
   line="\"$(label "$key" | sed 's/ (.*//; s/`//g')\""
   for rt in $runtimes; do
     v=$(median "$key" "$rt")
-    [ "$key" = oneshot ] && [ "$rt" != codemode ] && v=
+    case $key in oneshot*) [ "$rt" != codemode ] && v= ;; esac
     line+=" ${v:-?}"
     [ -n "$v" ] && any=1
   done
@@ -160,6 +161,11 @@ for rt in $runtimes; do
   rss_plots+="${rss_plots:+, }'$dat.rss' using $i:xtic(1) title '$rt'"
   i=$((i + 1))
 done
+if ! grep -q '[0-9]' <(cut -d'"' -f3 "$dat" "$dat.rss"); then
+  echo "report: nothing measured, no chart" >&2
+  rm -f "$png"
+  exit 0
+fi
 gnuplot <<EOF
 set terminal pngcairo size 1200,520 font 'sans,10'
 set output '$png'
