@@ -11,7 +11,7 @@ DATADIR   ?= $(PREFIX)/share/codemode
 VERSION   := 0.1.0
 
 CC        ?= cc
-PKGS      := libseccomp libcap yajl libmnl
+PKGS      := libseccomp libcap yajl libmnl libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 

@@ -1,5 +1,7 @@
 /* The one cgroup interface: detects unified / hybrid / legacy mode, resolves linux.cgroupsPath,
- * and dispatches to the v1 and v2 code. The cgroupfs driver only; systemd is refused clearly. */
+ * and dispatches to the v1 and v2 code. With the systemd driver the cgroup is a transient scope
+ * (systemd.c) created when the first process enters; from then on it is handled like a
+ * cgroupfs one, plus unit properties on update and StopUnit on destroy. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -135,7 +137,26 @@ void cgroup_free(struct cgroup *cg) {
   free(cg->v2_mount);
   free(cg->v2_dir);
   free(cg->path);
+  free(cg->systemd_unit);
+  free(cg->systemd_slice);
   free(cg);
+}
+
+/* Point cg at another path (the scope systemd actually made) in every hierarchy. */
+static void cgroup_set_path(struct cgroup *cg, const char *path) {
+  free(cg->path);
+  if ((cg->path = strdup(path)) == NULL)
+    abort();
+  if (cg->v2_dir != NULL) {
+    free(cg->v2_dir);
+    if (asprintf(&cg->v2_dir, "%s%s", cg->v2_mount, path) < 0)
+      abort();
+  }
+  for (size_t i = 0; i < cg->n_v1; i++) {
+    free(cg->v1[i].dir);
+    if (asprintf(&cg->v1[i].dir, "%s%s", cg->v1[i].mountpoint, path) < 0)
+      abort();
+  }
 }
 
 const char *cgroup_path(const struct cgroup *cg) {
@@ -188,19 +209,103 @@ static int enable_v2_controllers(struct cgroup *cg, const struct spec_resources 
   return cg_v2_enable_controllers(cg->v2_mount, cg->path, err);
 }
 
-static int systemd_driver_error(struct cm_error **err) {
-  struct stat st;
-  /* sd_booted()'s test: this directory exists only when systemd is PID 1. */
-  if (stat("/run/systemd/system", &st) < 0 || !S_ISDIR(st.st_mode))
-    return cm_error_set(err, 0, "systemd cgroup driver: systemd is not running (use the cgroupfs driver)");
-  return cm_error_set(err, ENOSYS, "systemd cgroup driver: not implemented yet (use the cgroupfs driver)");
+/* systemd creates the scope together with its first process: here only check that systemd runs
+ * and the path names a scope; cgroup_enter starts it. */
+static int systemd_create(const char *id, const struct spec_linux *l, struct cgroup **out, struct cm_error **err) {
+  if (cg_systemd_check_running(err) < 0)
+    return -1;
+  cleanup_free char *slice = NULL, *unit = NULL, *path = NULL;
+  if (cg_systemd_parse_path(id, l ? l->cgroups_path : NULL, &slice, &unit, &path, err) < 0)
+    return -1;
+  enum cgroup_mode mode;
+  if (detect_mode(&mode, err) < 0)
+    return -1;
+  struct cgroup *cg = cgroup_open(mode, path, err);
+  if (cg == NULL)
+    return -1;
+  cg->systemd_unit = cm_steal_ptr(&unit);
+  cg->systemd_slice = cm_steal_ptr(&slice);
+  cg->systemd_pending = true;
+  cg->systemd_linux = l;
+  *out = cg;
+  return 0;
+}
+
+/* The scope's cgroup as the kernel reports it for pid: the cgroup2 line ("0::/…"), else v1's
+ * name=systemd line. */
+static char *pid_cgroup_path(pid_t pid, struct cm_error **err) {
+  char file[64];
+  snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+  cleanup_fclose FILE *f = fopen(file, "re");
+  if (f == NULL) {
+    cm_error_set(err, errno, "open %s", file);
+    return NULL;
+  }
+  cleanup_free char *line = NULL, *named = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  while ((n = getline(&line, &cap, f)) > 0) {
+    line[strcspn(line, "\n")] = '\0';
+    if (strncmp(line, "0::/", 4) == 0)
+      return strdup(line + 3);
+    char *p = strstr(line, ":name=systemd:/");
+    if (p != NULL && named == NULL)
+      named = strdup(p + strlen(":name=systemd:"));
+  }
+  if (named == NULL)
+    cm_error_set(err, ENOENT, "%s: no systemd cgroup line", file);
+  return cm_steal_ptr(&named);
+}
+
+static int enable_v2_controllers(struct cgroup *cg, const struct spec_resources *r, struct cm_error **err);
+static int apply_resources(struct cgroup *cg, const struct spec_resources *r, const struct spec_device_rule *rules,
+                           size_t n_rules, struct cm_error **err);
+
+/* Start the scope with pid in it, then do what the cgroupfs driver does on the scope's cgroup:
+ * join pid to the v1 hierarchies systemd left out and write every resource. cgroup_destroy
+ * undoes all of it. */
+static int systemd_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
+  const struct spec_linux *l = cg->systemd_linux;
+  cleanup_free char *description = NULL;
+  if (asprintf(&description, "codemode container %s", cg->systemd_unit) < 0)
+    abort();
+  if (cg_systemd_start_scope(cg->systemd_slice, cg->systemd_unit, description, pid, l ? &l->resources : NULL,
+                             cg->mode == CGROUP_MODE_UNIFIED, err) < 0)
+    return -1;
+  cg->systemd_pending = false;
+  cg->systemd_linux = NULL;
+  cleanup_free char *actual = pid_cgroup_path(pid, err);
+  if (actual == NULL)
+    return cm_error_prefix(err, "systemd cgroup driver: find the cgroup of scope %s", cg->systemd_unit);
+  if (strcmp(actual, cg->path) != 0) {
+    cm_debug("cgroup: scope %s is at %s (expected %s)", cg->systemd_unit, actual, cg->path);
+    cgroup_set_path(cg, actual);
+  }
+  char value[32];
+  snprintf(value, sizeof(value), "%d", (int)pid);
+  if (cg->n_v1 > 0) {
+    if (cg_v1_create_dirs(cg, err) < 0)
+      return -1;
+    for (size_t i = 0; i < cg->n_v1; i++)
+      if (cg_write(cg->v1[i].dir, "cgroup.procs", value, NULL, err) < 0)
+        return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
+  }
+  if (cg->v2_dir != NULL && enable_v2_controllers(cg, l ? &l->resources : NULL, err) < 0)
+    return cm_error_prefix(err, "cgroup");
+  if (l != NULL) {
+    size_t n_rules = 0;
+    cleanup_free struct spec_device_rule *rules = cg_device_rules(&l->resources, l->devices, l->n_devices, &n_rules);
+    if (apply_resources(cg, &l->resources, rules, n_rules, err) < 0)
+      return -1;
+  }
+  return 0;
 }
 
 int cgroup_create(const char *id, const struct spec_linux *l, enum cgroup_manager mgr, struct cgroup **out,
                   struct cm_error **err) {
   *out = NULL;
   if (mgr == CGROUP_MANAGER_SYSTEMD)
-    return systemd_driver_error(err);
+    return systemd_create(id, l, out, err);
   cleanup_free char *path = resolve_path(id, l ? l->cgroups_path : NULL, err);
   if (path == NULL)
     return -1;
@@ -255,6 +360,8 @@ fail:
 int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
   if (cg->mode == CGROUP_MODE_DISABLED)
     return 0;
+  if (cg->systemd_pending)
+    return systemd_enter(cg, pid, err);
   char value[32];
   snprintf(value, sizeof(value), "%d", (int)pid);
   for (size_t i = 0; i < cg->n_v1; i++)
@@ -265,9 +372,11 @@ int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
   return 0;
 }
 
+#define SYSTEMD_TAG "systemd-"
+
 char *cgroup_serialize(const struct cgroup *cg) {
   char *out = NULL;
-  if (asprintf(&out, "%s:%s", mode_tag(cg->mode), cg->path) < 0)
+  if (asprintf(&out, "%s%s:%s", cg->systemd_unit ? SYSTEMD_TAG : "", mode_tag(cg->mode), cg->path) < 0)
     abort();
   return out;
 }
@@ -279,6 +388,9 @@ struct cgroup *cgroup_deserialize(const char *saved, struct cm_error **err) {
     return NULL;
   }
   enum cgroup_mode mode;
+  bool systemd = strncmp(saved, SYSTEMD_TAG, strlen(SYSTEMD_TAG)) == 0;
+  if (systemd)
+    saved += strlen(SYSTEMD_TAG);
   size_t tag_len = (size_t)(colon - saved);
   if (tag_len == 2 && strncmp(saved, "v2", 2) == 0)
     mode = CGROUP_MODE_UNIFIED;
@@ -306,7 +418,20 @@ struct cgroup *cgroup_deserialize(const char *saved, struct cm_error **err) {
       return NULL;
     }
   }
-  return cgroup_open(mode, path, err);
+  struct cgroup *cg = cgroup_open(mode, path, err);
+  if (cg != NULL && systemd) {
+    /* The scope is the last component of its cgroup path. */
+    const char *unit = strrchr(path, '/') + 1;
+    if (mode == CGROUP_MODE_DISABLED || strlen(unit) <= strlen(".scope") ||
+        strcmp(unit + strlen(unit) - strlen(".scope"), ".scope") != 0) {
+      cgroup_free(cg);
+      cm_error_set(err, EINVAL, "cgroup: bad saved state \"%s\"", saved);
+      return NULL;
+    }
+    if ((cg->systemd_unit = strdup(unit)) == NULL)
+      abort();
+  }
+  return cg;
 }
 
 static int disabled_error(const char *what, struct cm_error **err) {
@@ -321,6 +446,11 @@ int cgroup_update(struct cgroup *cg, const struct spec_resources *r, struct cm_e
   cleanup_free struct spec_device_rule *rules = r->n_devices > 0 ? cg_device_rules(r, NULL, 0, &n_rules) : NULL;
   if (cg->mode == CGROUP_MODE_HYBRID && enable_v2_controllers(cg, r, err) < 0)
     return cm_error_prefix(err, "cgroup");
+  /* systemd first: were only the files changed, systemd would put its older values back the
+   * next time it applies the unit's settings (daemon-reload). */
+  if (cg->systemd_unit != NULL && cg->mode == CGROUP_MODE_UNIFIED &&
+      cg_systemd_set_properties(cg->systemd_unit, r, err) < 0)
+    return -1;
   return apply_resources(cg, r, rules, n_rules, err);
 }
 
@@ -413,7 +543,8 @@ int cgroup_kill_all(struct cgroup *cg, int signo, struct cm_error **err) {
 }
 
 int cgroup_destroy(struct cgroup *cg, struct cm_error **err) {
-  if (cg->mode == CGROUP_MODE_DISABLED)
+  /* A scope that was never started left nothing to remove. */
+  if (cg->mode == CGROUP_MODE_DISABLED || cg->systemd_pending)
     return 0;
   pid_t *pids = NULL;
   size_t n = 0;
@@ -436,6 +567,8 @@ int cgroup_destroy(struct cgroup *cg, struct cm_error **err) {
   cm_error_freep(&ignored);
   /* Try every hierarchy even when one fails; report the first failure. */
   int rc = 0;
+  if (cg->systemd_unit != NULL && cg_systemd_stop_scope(cg->systemd_unit, err) < 0)
+    rc = -1;
   for (size_t i = 0; i < cg->n_v1; i++)
     if (cg_rmdir_tree(cg->v1[i].mountpoint, cg->path, -1, rc == 0 ? err : &ignored) < 0) {
       rc = -1;
@@ -446,6 +579,6 @@ int cgroup_destroy(struct cgroup *cg, struct cm_error **err) {
     cm_error_freep(&ignored);
   }
   if (rc < 0)
-    return cm_error_prefix(err, "cgroup: remove %s", cg->path);
+    return cm_error_prefix(err, "cgroup: remove %s", cg->systemd_unit ? cg->systemd_unit : cg->path);
   return 0;
 }

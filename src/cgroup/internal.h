@@ -38,6 +38,14 @@ struct cgroup {
   int v2_existing_depth;
   struct cgroup_v1_hierarchy *v1;
   size_t n_v1;
+  /* systemd driver: the scope unit holding the cgroup (NULL with cgroupfs). */
+  char *systemd_unit;
+  char *systemd_slice;
+  /* Between cgroup_create and cgroup_enter: the scope does not exist yet (systemd creates it
+   * with its first process), and these resources are applied once it does. Points into the
+   * caller's spec, which outlives the create. */
+  bool systemd_pending;
+  const struct spec_linux *systemd_linux;
 };
 
 /* --- files (cgroup.c) --- */
@@ -72,6 +80,26 @@ int cg_v2_kill(const char *dir, struct cm_error **err);
 int cg_v2_populated(const char *dir);
 /* Is controller enabled for dir (listed in dir's cgroup.controllers)? */
 bool cg_v2_has_controller(const char *dir, const char *controller);
+
+/* v1 scales → v2 scales (as runc and crun convert). */
+uint64_t cg_cpu_shares_to_weight(uint64_t shares);
+uint64_t cg_blkio_to_io_weight(uint64_t weight);
+
+/* --- systemd driver (systemd.c) --- */
+/* 0 when systemd is PID 1, else a clear error (never a silent fallback to cgroupfs). */
+int cg_systemd_check_running(struct cm_error **err);
+/* "slice:prefix:name" (absent: system.slice:codemode:<id>) → the slice, the scope unit
+ * "prefix-name.scope" and its expected cgroup path ("/system.slice/prefix-name.scope"). */
+int cg_systemd_parse_path(const char *id, const char *cgroups_path, char **slice, char **unit, char **path,
+                          struct cm_error **err);
+/* StartTransientUnit with PIDs=[pid], Delegate=yes and (unified) the resources systemd has
+ * properties for; waits for the job (JobRemoved). */
+int cg_systemd_start_scope(const char *slice, const char *unit, const char *description, pid_t pid,
+                           const struct spec_resources *r, bool unified, struct cm_error **err);
+/* SetUnitProperties (runtime) with the resources systemd has properties for (unified). */
+int cg_systemd_set_properties(const char *unit, const struct spec_resources *r, struct cm_error **err);
+/* StopUnit + wait, then ResetFailedUnit. A unit already gone is fine. */
+int cg_systemd_stop_scope(const char *unit, struct cm_error **err);
 
 /* --- v1 (v1.c) --- */
 /* Fill cg->v1 from /proc/self/mountinfo (every mounted "cgroup" hierarchy). */

@@ -96,7 +96,7 @@ int cg_v2_apply_memory(const char *dir, const struct spec_memory *m, struct cm_e
 }
 
 /* cpu.shares (2..262144, default 1024) → cpu.weight (1..10000, default 100). */
-static uint64_t shares_to_weight(uint64_t shares) {
+uint64_t cg_cpu_shares_to_weight(uint64_t shares) {
   if (shares < 2)
     shares = 2;
   if (shares > 262144)
@@ -115,7 +115,7 @@ int cg_v2_apply_cpu(const char *dir, const struct spec_cpu *c, struct cm_error *
   if (require(dir, "cpu", F("cpu"), err) < 0)
     return -1;
   if (c->shares.set && c->shares.value != 0 &&
-      cg_writef(dir, "cpu.weight", F("cpu.shares"), err, "%" PRIu64, shares_to_weight(c->shares.value)) < 0)
+      cg_writef(dir, "cpu.weight", F("cpu.shares"), err, "%" PRIu64, cg_cpu_shares_to_weight(c->shares.value)) < 0)
     return -1;
   /* 0 means "leave it" (Docker's update sends every field, unset ones as 0), as with runc. */
   bool quota_set = c->quota.set && c->quota.value != 0;
@@ -167,7 +167,7 @@ int cg_v2_apply_pids(const char *dir, int64_t limit, struct cm_error **err) {
 }
 
 /* blkio weight (10..1000) → io.weight (1..10000). */
-static uint64_t blkio_to_io_weight(uint64_t w) {
+uint64_t cg_blkio_to_io_weight(uint64_t w) {
   if (w < 10)
     w = 10;
   if (w > 1000)
@@ -198,7 +198,7 @@ int cg_v2_apply_io(const char *dir, const struct spec_blockio *b, struct cm_erro
   bool bfq = cg_file_exists(dir, "io.bfq.weight");
   if (b->has_weight && b->weight != 0) {
     int r = bfq ? cg_writef(dir, "io.bfq.weight", F("blockIO.weight"), err, "%u", b->weight)
-                : cg_writef(dir, "io.weight", F("blockIO.weight"), err, "default %" PRIu64, blkio_to_io_weight(b->weight));
+                : cg_writef(dir, "io.weight", F("blockIO.weight"), err, "default %" PRIu64, cg_blkio_to_io_weight(b->weight));
     if (r < 0)
       return -1;
   }
@@ -211,7 +211,7 @@ int cg_v2_apply_io(const char *dir, const struct spec_blockio *b, struct cm_erro
     int r = bfq ? cg_writef(dir, "io.bfq.weight", F("blockIO.weightDevice"), err, "%" PRId64 ":%" PRId64 " %u",
                             d->major, d->minor, d->weight)
                 : cg_writef(dir, "io.weight", F("blockIO.weightDevice"), err, "%" PRId64 ":%" PRId64 " %" PRIu64,
-                            d->major, d->minor, blkio_to_io_weight(d->weight));
+                            d->major, d->minor, cg_blkio_to_io_weight(d->weight));
     if (r < 0)
       return -1;
   }
