@@ -21,6 +21,7 @@
 
 #include "linux/console.h"
 #include "linux/seccomp.h"
+#include "linux/selfclone.h"
 #include "runtime/container.h"
 #include "runtime/exec_process.h"
 #include "runtime/foreground.h"
@@ -395,6 +396,11 @@ out:
 int runtime_exec(const struct runtime_context *ctx, const struct exec_options *o, int *exit_status,
                  struct cm_error **err) {
   *exit_status = 0;
+  /* CVE-2019-5736: the exec'd process is a copy of us until its execve (and `#!/proc/self/exe`
+   * makes it run us again inside the container): run from a sealed memfd copy, so its
+   * /proc/PID/exe never leads to the host binary. Does not return unless already sealed. */
+  if (selfclone_ensure(err) < 0)
+    return -1;
   if (container_id_validate(o->id, err) < 0)
     return -1;
   /* In the foreground, every signal is blocked before the process exists, so none sent
