@@ -7,6 +7,8 @@
  *       for writing through /proc/self/fd/N once the runtime stopped executing it. --kill
  *       SIGKILLs a grabbed process (so nothing executes the binary any more). Prints one line
  *       per step; "WROTE" when the overwrite worked (the test then fails).
+ *       Environment: HOSTILE_UNTIL_RESOLVED=1 stops once every grabbed exe was tried and given up
+ *       on; HOSTILE_START_AFTER=FILE waits for FILE before looking.
  *   hostile MARKER swap DIR NAME TARGET SECONDS
  *       CVE-2021-30465: in DIR, exchange NAME (a directory) and a symlink to TARGET in a tight
  *       loop with renameat2(RENAME_EXCHANGE), for SECONDS.
@@ -63,6 +65,11 @@ static int exe_grab(double seconds, int kill_grabbed) {
   int n_grabbed = 0, found = 0;
   pid_t self = getpid();
   double end = now() + seconds;
+  /* HOSTILE_START_AFTER=FILE: look only once FILE exists (the test creates it when the process
+   * to attack is about to exist). */
+  const char *start_after = getenv("HOSTILE_START_AFTER");
+  while (start_after && access(start_after, F_OK) < 0 && now() < end)
+    usleep(10000);
   while (now() < end) {
     DIR *proc = opendir("/proc");
     struct dirent *de;

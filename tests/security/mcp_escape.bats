@@ -1,0 +1,214 @@
+#!/usr/bin/env bats
+# Escape attempts under `codemode-run --profile mcp`: a hostile "MCP server"
+# (mcp_escape/payload.c, static) tries one escape or abuse per test; each must be contained and
+# the host left unchanged. The payload refuses to run unless it finds the marker file only its
+# test bundle has. Every attempt is bounded in time and iterations.
+
+load ../lib/helpers
+
+setup_file() {
+  cm_setup_file
+  export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
+  export PAYLOAD=$BATS_FILE_TMPDIR/payload
+  cc -static -O2 -Wall -Wextra -o "$PAYLOAD" "$CM_REPO/tests/security/mcp_escape/payload.c"
+}
+
+setup() {
+  cm_setup
+  [ -x "$CODEMODE_RUN" ] || { echo "$CODEMODE_RUN is not built (run make)" >&2; return 1; }
+  cp "$PAYLOAD" "$BUNDLE/rootfs/escape"
+  echo "codemode mcp escape test bundle" >"$BUNDLE/rootfs/.codemode-escape-marker"
+}
+
+teardown() { cm_teardown; }
+
+# esc [codemode-run options…] -- ATTEMPT [ARG]: run the payload under the mcp profile.
+esc() {
+  local opts=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  status=0
+  timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile "${PROFILE:-mcp}" "${opts[@]}" \
+    "$BUNDLE" -- /escape "$@" </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# status $status: $output" >&3
+}
+
+contained() {
+  esc "$@"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *contained* ]]
+  [[ "$output" != *ESCAPED* ]]
+}
+
+@test "payload: refuses to run outside its test bundle" {
+  run "$PAYLOAD" ptrace
+  [ "$status" -eq 2 ]
+  [[ "$output" == *refusing* ]]
+}
+
+@test "mcp escape: ptrace" { contained -- ptrace; }
+@test "mcp escape: process_vm_readv" { contained -- process_vm; }
+@test "mcp escape: mount" { contained -- mount; }
+@test "mcp escape: new mount API (fsopen)" { contained -- fsopen; }
+@test "mcp escape: unshare" { contained -- unshare; }
+@test "mcp escape: setns" { contained -- setns; }
+@test "mcp escape: clone with CLONE_NEWUSER" { contained -- clone_newuser; }
+@test "mcp escape: clone3 answers ENOSYS" { contained -- clone3; }
+@test "mcp escape: AF_PACKET socket" { contained -- packet; }
+@test "mcp escape: raw INET socket" { contained -- raw; }
+@test "mcp escape: AF_VSOCK socket" { contained -- vsock; }
+@test "mcp escape: AF_ALG socket" { contained -- alg; }
+@test "mcp escape: netlink other than NETLINK_ROUTE" { contained -- netlink_audit; }
+@test "mcp escape: keyctl / add_key" { contained -- keyctl; }
+@test "mcp escape: bpf" { contained -- bpf; }
+@test "mcp escape: perf_event_open" { contained -- perf; }
+@test "mcp escape: io_uring" { contained -- io_uring; }
+@test "mcp escape: userfaultfd" { contained -- userfaultfd; }
+@test "mcp escape: module loading" { contained -- module; }
+@test "mcp escape: chroot" { contained -- chroot; }
+@test "mcp escape: mknod a block device" { contained -- mknod; }
+@test "mcp escape: capabilities, no_new_privs (setuid binaries gain nothing)" { contained -- caps; }
+@test "mcp escape: TIOCSTI (also with high bits set) is refused by seccomp" {
+  contained -- tiocsti
+  [[ "$output" == *"Operation not permitted"* ]]
+}
+@test "mcp escape: 32-bit syscalls (int 0x80) are killed" { contained -- 32bit; }
+@test "mcp escape: modify_ldt, execveat, memfd_secret, vmsplice, name_to_handle_at" { contained -- misc; }
+@test "mcp escape: /proc/self/exe cannot be opened for writing" { contained -- self_exe; }
+@test "mcp escape: core dumps are off and cannot be turned on" { contained -- core; }
+
+@test "mcp escape: the root filesystem is read-only" {
+  contained -- write_root
+  [ ! -e "$BUNDLE/rootfs/escape-was-here" ]
+}
+
+@test "mcp escape: a read-only bind mount stays read-only" {
+  mkdir -p "$TEST_DIR/data"
+  echo original >"$TEST_DIR/data/file"
+  contained --mount "$TEST_DIR/data:/data:ro" -- write /data/file
+  [ "$(cat "$TEST_DIR/data/file")" = original ]
+}
+
+@test "mcp escape: /proc/sys and /sys are read-only" {
+  contained -- write /proc/sys/kernel/hostname
+  contained -- write /sys/kernel/mm/transparent_hugepage/enabled
+}
+
+@test "mcp escape: fork bomb stops at the pids limit" { contained -- forkbomb; }
+@test "mcp escape: fd exhaustion stops at RLIMIT_NOFILE" { contained -- fds; }
+@test "mcp escape: filling /tmp stops at its size limit" { contained -- filltmp; }
+
+@test "mcp escape: memory hog is OOM-killed inside its cgroup" {
+  esc --memory 64m -- memhog
+  [ "$status" -eq 137 ]
+  [[ "$output" != *ESCAPED* ]]
+}
+
+@test "mcp escape: network egress to a host listener is unreachable; loopback works" {
+  local ip port=$((20000 + RANDOM % 20000))
+  ip=$(ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") print $(i + 1)}')
+  [ -n "$ip" ] || ip=$(hostname -I | awk '{print $1}')
+  timeout 30 python3 -c "import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', $port)); s.listen(1); s.settimeout(25); s.accept(); print('CONNECTED')" >"$TEST_DIR/listener" 2>&1 &
+  bg_track $!
+  sleep 0.3
+  contained -- connect "$ip:$port"
+  contained -- connect "1.1.1.1:53"
+  esc -- loopback
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"loopback works"* ]]
+  ! grep -q CONNECTED "$TEST_DIR/listener"
+}
+
+@test "mcp escape: outliving --timeout (SIGTERM ignored) ends in SIGKILL, exit 124" {
+  local start=$SECONDS
+  esc --timeout 1 --grace 1 -- ignore_term
+  [ "$status" -eq 124 ]
+  [ $((SECONDS - start)) -lt 20 ]
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
+@test "mcp escape: a double-forked daemon does not survive the container" {
+  esc -- double_fork
+  [ "$status" -eq 0 ]
+  sleep 0.5
+  [ -z "$(test_processes "$CM_TEST_TOKEN:$CID")" ]
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
+@test "mcp: bind mounts of sensitive host paths are refused" {
+  esc --mount /etc:/hostetc -- caps
+  [ "$status" -eq 125 ]
+  [[ "$output" == *refused* ]]
+  mkdir -p "$TEST_DIR/home/.ssh"
+  esc --mount "$TEST_DIR/home:/home" -- caps
+  [ "$status" -eq 125 ]
+  [[ "$output" == *credentials* ]]
+  ln -s /root "$TEST_DIR/innocent"
+  esc --mount "$TEST_DIR/innocent:/x" -- caps
+  [ "$status" -eq 125 ]
+  [[ "$output" == *refused* ]]
+  esc --mount /:/host -- caps
+  [ "$status" -eq 125 ]
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
+@test "mcp: joining the host network namespace is refused, naming the profile" {
+  set_args /escape caps
+  set_cfg '.linux.namespaces |= map(if .type == "network" then .path = "/proc/1/ns/net" else . end)'
+  run_cm --profile mcp run -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"profile mcp"* ]]
+  [[ "$output" == *network* ]]
+  esc --net host -- caps
+  [ "$status" -eq 125 ]
+  [[ "$output" == *"profile mcp"* ]]
+}
+
+@test "mcp: the annotation can tighten but never loosen" {
+  set_args /escape caps
+  set_cfg '.annotations["run.codemode.profile"] = "default" | .process.noNewPrivileges = false'
+  esc -- caps
+  [ "$status" -eq 0 ]
+  set_cfg '.annotations["run.codemode.profile"] = "mcp"'
+  run_cm --profile default run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"contained: capabilities"* ]]
+}
+
+@test "mcp: the profile's filter is stacked on the caller's, which cannot weaken it" {
+  # A caller filter that allows everything: ptrace must still be refused by mcp.json.
+  set_cfg '.linux.seccomp = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["getpgrp"], "action": "SCMP_ACT_ERRNO"}]}'
+  contained -- ptrace
+  set_args sh -c 'grep Seccomp_filters /proc/self/status'
+  run_cm --profile mcp run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"Seccomp_filters:"*2* ]]
+}
+
+@test "mcp: codemode policy explain and codemode-run --explain show the changes" {
+  set_cfg '.linux.sysctl = {"net.ipv4.ip_forward": "1"} | .process.capabilities.bounding += ["CAP_SYS_ADMIN"]'
+  run_cm --profile mcp policy explain -b "$BUNDLE"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"profile: mcp"* ]]
+  [[ "$output" == *"CAP_SYS_ADMIN"* ]]
+  [[ "$output" == *"net.ipv4.ip_forward=1 removed"* ]]
+  [[ "$output" == *"seccomp: mcp.json stacked"* ]]
+  run "$CODEMODE_RUN" --explain "$BUNDLE"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"pids.limit"* ]]
+}
+
+@test "codemode-run: exit status and signal propagation" {
+  run "$CODEMODE_RUN" --root "$ROOT" --id "$CID" "$BUNDLE" -- sh -c 'exit 7'
+  [ "$status" -eq 7 ]
+  run "$CODEMODE_RUN" --root "$ROOT" --id "$CID" "$BUNDLE" -- sh -c 'kill -KILL $$'
+  [ "$status" -eq 137 ]
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
+@test "codemode-run: stdio passes through untouched" {
+  run bash -c "printf 'abc\n' | '$CODEMODE_RUN' --root '$ROOT' --id '$CID' '$BUNDLE' -- cat 2>/dev/null"
+  [ "$status" -eq 0 ]
+  [ "$output" = abc ]
+}
