@@ -68,10 +68,10 @@ bench_runtime_argv() {
   RT=("$bin" --root "$state")
 }
 
-# bench_cleanup_runtime NAME STATEDIR PREFIX: delete --force every container the runtime lists in
-# STATEDIR (and any id starting with PREFIX it may have half-created), then remove STATEDIR.
+# bench_cleanup_runtime NAME STATEDIR: delete --force every container the runtime lists in
+# STATEDIR (or has a directory for there), then remove STATEDIR.
 bench_cleanup_runtime() {
-  local name=$1 state=$2 prefix=$3 id
+  local name=$1 state=$2 id
   if [ -d "$state" ] && bench_runtime_argv "$name" "$state"; then
     # `list -q` is runc/crun's ids-only format; fall back to the first column of the table.
     {
@@ -85,15 +85,29 @@ bench_cleanup_runtime() {
     done || true
   fi
   rm -rf "$state"
-  # A cgroup a runtime failed to remove (its processes gone) is removed here so nothing is left.
-  # Runtimes name them after the id, at the top (runc, crun) or under their own parent (codemode/).
-  local cg
+}
+
+# bench_sweep_cgroups PREFIX: remove cgroups a runtime failed to remove (once their processes are
+# gone), so nothing is left. Call it after every runtime's containers are deleted. Runtimes name
+# them after the container id, at the top (runc, crun) or under their own parent (codemode/).
+bench_sweep_cgroups() {
+  local prefix=$1 cg i
   for cg in $(bench_cgroups "$prefix"); do
-    if [ -s "$cg/cgroup.procs" ]; then
-      bench_log "warning: $cg still has processes: $(tr '\n' ' ' <"$cg/cgroup.procs")"
+    # A SIGKILLed container may take a moment to leave its cgroup.
+    for ((i = 0; i < 20; i++)); do
+      grep -qx 'populated 1' "$cg/cgroup.events" 2>/dev/null || break
+      sleep 0.1
+    done
+    if grep -qx 'populated 1' "$cg/cgroup.events" 2>/dev/null; then
+      # shellcheck disable=SC2046 # one file name per cgroup, no spaces in our ids
+      bench_log "warning: $cg still has processes: $(cat $(find "$cg" -name cgroup.procs) | tr '\n' ' ')"
       continue
     fi
-    find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || bench_log "warning: could not remove $cg"
+    if find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null; then
+      bench_log "note: removed $cg, which its runtime left behind"
+    else
+      bench_log "warning: could not remove $cg"
+    fi
   done
 }
 

@@ -45,7 +45,8 @@ cleanup() {
   trap - EXIT INT TERM
   set +e
   bench_kill_strays "$work" >&2
-  bench_cleanup_runtime "$name" "$state" "$prefix"
+  bench_cleanup_runtime "$name" "$state"
+  bench_sweep_cgroups "$prefix"
   [ -n "${PROFILE_KEEP:-}" ] && mkdir -p "$PROFILE_KEEP" && cp "$work"/*.txt "$PROFILE_KEEP/" 2>/dev/null
   rm -rf "$work"
   exit "$rc"

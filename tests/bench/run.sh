@@ -59,8 +59,9 @@ cleanup() {
   set +e # clean up as much as possible, whatever fails
   left=$(bench_kill_strays "$work")
   for name in $runtimes; do
-    bench_cleanup_runtime "$name" "$work/state/$name" "$prefix"
+    bench_cleanup_runtime "$name" "$work/state/$name"
   done
+  bench_sweep_cgroups "$prefix"
   left=$(printf '%s\n%s\n' "$left" "$(bench_leftovers "$prefix")" | sed '/^$/d')
   if [ -n "$left" ]; then
     bench_log "left behind after cleanup:"
@@ -112,6 +113,17 @@ hf() {
 once() {
   timeout -k 5 "$limit" "$@" </dev/null >/dev/null 2>>"$errlog"
 }
+
+# Measure a snapshot of codemode: others may rebuild build/codemode while the bench runs.
+mkdir -p "$work/bin"
+if [ -x "$CODEMODE" ]; then
+  cp "$CODEMODE" "$work/bin/codemode"
+  export CODEMODE=$work/bin/codemode
+fi
+if [ -x "$codemode_run" ]; then
+  cp "$codemode_run" "$work/bin/codemode-run"
+  codemode_run=$work/bin/codemode-run
+fi
 
 bench_log "building the busybox bundle in $work"
 bench_make_bundles "$work"
@@ -228,8 +240,8 @@ measure_create_at() {
 
 # use_runtime NAME: point RT and errlog at NAME's binary, state dir and error log.
 use_runtime() {
-  bench_runtime_argv "$1" "$work/state/$1"
   errlog=$work/errors-$1.log
+  bench_runtime_argv "$1" "$work/state/$1"
 }
 
 declare -A usable=() running=()
@@ -288,7 +300,7 @@ for name in $runtimes; do
   for ((i = 0; i < ${running[$name]:-0}; i++)); do
     once "${RT[@]}" delete --force "${prefix}s$i" || bench_log "$name: delete ${prefix}s$i failed"
   done
-  bench_cleanup_runtime "$name" "$work/state/$name" "$prefix"
+  bench_cleanup_runtime "$name" "$work/state/$name"
 done
 
 mkdir -p "$results/raw"
