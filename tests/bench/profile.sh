@@ -65,7 +65,7 @@ echo "### $name: $("${RT[@]}" --version 2>/dev/null | head -1); $(nproc) CPUs, k
 echo
 echo "### 1. strace -f -c (all processes; time is system time inside syscalls, sorted by it)"
 timeout -k 5 60 strace -f -c -S time -o "$work/strace-c.txt" "${run[@]}" </dev/null >/dev/null
-head -40 "$work/strace-c.txt"
+cat "$work/strace-c.txt"
 echo
 
 echo "### 2. strace -f -T timeline (strace itself slows every syscall; compare shapes, not totals)"
