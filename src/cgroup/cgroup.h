@@ -5,6 +5,8 @@
 #define CM_CGROUP_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "spec/spec.h"
 #include "util/error.h"
@@ -39,5 +41,62 @@ int cgroup_pids(struct cgroup *cg, pid_t **pids, size_t *n, struct cm_error **er
 /* Kill what is left, wait, remove the cgroup(s) (retrying on EBUSY). */
 int cgroup_destroy(struct cgroup *cg, struct cm_error **err);
 void cgroup_free(struct cgroup *cg);
+
+/* Usage counters as runc's `events --stats` reports them (its field names in the comments;
+ * v2 values converted to v1 units the way runc does: ns for CPU, memory+swap for "swap"). */
+struct cgroup_mem_entry {
+  bool present;
+  uint64_t limit, usage, max, failcnt;
+};
+struct cgroup_stat_kv {
+  char *key;
+  uint64_t value;
+};
+struct cgroup_blkio_entry {
+  uint64_t major, minor;
+  char op[16]; /* "Read", "Write", "Sync", "Async", "Discard", "Total" */
+  uint64_t value;
+};
+struct cgroup_hugetlb_stat {
+  char page_size[16]; /* "2MB" */
+  uint64_t usage, max, failcnt;
+};
+struct cgroup_stats {
+  struct {
+    uint64_t total, kernel, user; /* usage.{total,kernel,user}, ns */
+    uint64_t *percpu, *percpu_kernel, *percpu_user; /* v1 only */
+    size_t n_percpu, n_percpu_kernel, n_percpu_user;
+    uint64_t periods, throttled_periods, throttled_time; /* throttling.* */
+  } cpu;
+  struct {
+    uint64_t cache;
+    struct cgroup_mem_entry usage, swap, kernel, kernel_tcp;
+    struct cgroup_stat_kv *raw; /* memory.stat */
+    size_t n_raw;
+  } memory;
+  struct {
+    uint64_t current, limit; /* limit 0: unlimited */
+  } pids;
+  struct {
+    struct cgroup_blkio_entry *service_bytes, *serviced; /* io{ServiceBytes,Serviced}Recursive */
+    size_t n_service_bytes, n_serviced;
+  } blkio;
+  struct cgroup_hugetlb_stat *hugetlb;
+  size_t n_hugetlb;
+};
+/* Fill *out (zeroed first) from whichever hierarchy holds each controller; a controller that is
+ * not there leaves its part zero. Free with cgroup_stats_free. */
+int cgroup_stats(struct cgroup *cg, struct cgroup_stats *out, struct cm_error **err);
+void cgroup_stats_free(struct cgroup_stats *s);
+
+/* OOM notifications: memory.events through inotify (v2), memory.oom_control through an eventfd
+ * (v1). Poll the fd for POLLIN, then call cgroup_oom_watch_read. */
+struct cgroup_oom_watch;
+int cgroup_oom_watch_open(struct cgroup *cg, struct cgroup_oom_watch **out, struct cm_error **err);
+int cgroup_oom_watch_fd(const struct cgroup_oom_watch *w);
+/* How many OOM kills happened since the last call (>= 0); *gone when the cgroup was emptied
+ * (v2 populated 0) or removed. -1 on error. Never blocks. */
+int cgroup_oom_watch_read(struct cgroup_oom_watch *w, bool *gone, struct cm_error **err);
+void cgroup_oom_watch_free(struct cgroup_oom_watch *w);
 
 #endif

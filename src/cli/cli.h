@@ -45,5 +45,6 @@ int cmd_resume(struct cli_globals *g, int argc, char **argv);
 int cmd_ps(struct cli_globals *g, int argc, char **argv);
 int cmd_update(struct cli_globals *g, int argc, char **argv);
 int cmd_policy(struct cli_globals *g, int argc, char **argv);
+int cmd_events(struct cli_globals *g, int argc, char **argv);
 
 #endif

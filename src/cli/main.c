@@ -25,6 +25,7 @@ static const char usage[] =
     "  resume    thaw a paused container\n"
     "  ps        list the processes of a container\n"
     "  update    change a running container's resource limits\n"
+    "  events    resource statistics (--stats) and OOM notifications (JSON)\n"
     "  list      list containers\n"
     "  spec      write a default config.json\n"
     "  features  print the features this runtime implements (JSON)\n"
@@ -84,6 +85,7 @@ static const struct {
     {"kill", cmd_kill},     {"delete", cmd_delete}, {"list", cmd_list}, {"spec", cmd_spec},
     {"features", cmd_features}, {"exec", cmd_exec}, {"policy", cmd_policy},
     {"pause", cmd_pause},       {"resume", cmd_resume}, {"ps", cmd_ps},     {"update", cmd_update},
+    {"events", cmd_events},
 };
 
 static void print_version(void) {
