@@ -18,7 +18,11 @@ runtimes=${BENCH_RUNTIMES:-crun runc codemode}
 scale=${BENCH_SCALE:-1 10 100}
 codemode=${CODEMODE:-$top/build/codemode}
 
-keys="run csd exec oneshot oneshot_mcp rss"
+has_codemode=0
+case " $runtimes " in *" codemode "*) has_codemode=1 ;; esac
+keys="run csd exec"
+[ "$has_codemode" = 1 ] && keys+=" oneshot oneshot_mcp"
+keys+=" rss"
 for n in $scale; do keys+=" create$n"; done
 
 label() {
@@ -80,9 +84,6 @@ ratio() {
   a=$(median "$1" codemode) b=$(median "$1" "$2")
   if [ -n "$a" ] && [ -n "$b" ]; then awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", a / b }'; else echo '—'; fi
 }
-
-has_codemode=0
-case " $runtimes " in *" codemode "*) has_codemode=1 ;; esac
 
 {
   echo "## codemode vs crun vs runc — $(date -u '+%Y-%m-%d %H:%M UTC')"

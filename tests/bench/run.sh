@@ -3,10 +3,12 @@
 #
 # Measures, per runtime, with hyperfine: `run` of /bin/true; create + start + delete --force
 # (youki's method); `exec` of /bin/true into a running container; `codemode-run` one-shot (codemode
-# only, once built); peak RSS of `run` (/usr/bin/time %M); `create` with 1, 10 and 100 containers
-# already running. Writes tests/bench/results/latest.md (also printed) and latest.png; the raw
-# hyperfine JSON goes to tests/bench/results/raw/. Timings are reported, never judged: the exit
-# status is non-zero only when a runtime failed to run a container.
+# only: --profile default, and the mcp profile where its cgroup controllers exist); peak RSS of
+# `run` (/usr/bin/time %M); `create` with 1, 10 and 100 containers already running. Writes
+# tests/bench/results/latest.md (also printed) and latest.png; the raw hyperfine JSON goes to
+# tests/bench/results/raw/. Timings are reported, never judged: the exit status is non-zero only
+# when something failed (a runtime could not run a container, codemode is not built, or the
+# cleanup found something left behind).
 #
 # Environment:
 #   BENCH_RUNS       timed runs per measurement (default 50; CI passes a small count)
@@ -84,7 +86,10 @@ record() {
 # fail KEY RUNTIME WHAT: record a failure with the runtime's last error line.
 fail() {
   local msg
-  msg=$(grep -v '^\s*$' "$errlog" 2>/dev/null | tail -1 | cut -c1-120 | tr '\t|' '  ')
+  # The runtime's own words when it said any; hyperfine's generic line otherwise.
+  msg=$(grep -v -e '^\s*$' -e '^Error: Command terminated' "$errlog" 2>/dev/null | tail -1)
+  [ -n "$msg" ] || msg=$(grep -v '^\s*$' "$errlog" 2>/dev/null | tail -1)
+  msg=$(printf '%s' "$msg" | cut -c1-120 | tr '\t|' '  ')
   bench_log "$2: $3 failed: ${msg:-no error output}"
   record "$1" "$2" fail - - - - "$3 failed: ${msg:-?}"
   failures=$((failures + 1))
@@ -100,6 +105,8 @@ hf() {
   # A hung runtime must not hang the bench: bound the whole hyperfine call.
   if ! timeout -k 5 $((limit * (runs + warmup) + 30)) hyperfine --runs "$runs" --warmup "$warmup" --style "$hf_style" --export-json "$json" \
     --command-name "$name $key" "$@" 2>>"$errlog"; then
+    # hyperfine hides the command's stderr: run it once more so the table shows the cause.
+    once sh -c "${!#}" || true
     fail "$key" "$name" "$key"
     return 1
   fi
@@ -238,9 +245,10 @@ measure_create_at() {
   once "${RT[@]}" delete --force "$probe" || true
 }
 
-# use_runtime NAME: point RT and errlog at NAME's binary, state dir and error log.
+# use_runtime NAME: point RT and errlog at NAME's binary, state dir and (emptied) error log.
 use_runtime() {
   errlog=$work/errors-$1.log
+  : >"$errlog" # a failure's message must come from its own measurement
   bench_runtime_argv "$1" "$work/state/$1"
 }
 
