@@ -7,12 +7,13 @@
 #   4. extra       tests/<suite>/run.sh for docker, mcp, vm, … when present: TAP on stdout,
 #                  exit 77 = "cannot run here" (its last stderr line says why)
 #   5. leaks       no mount under the run's temp dir, no process carrying the run's token, no
-#                  cgroup named cm-test*: each leak is a failure
+#                  cgroup named after one of the run's containers (cm-test-<tag>-*): each leak
+#                  is a failure
 #
 # Ends with exactly one line `N passed, N failed, N skipped` and exits 1 if anything failed.
 # Under CI=true a suite that cannot run counts as failed.
 # Knobs: CM_SUITES="unit integration security docker" (default: all), CM_TEST_FILTER (a bats
-# --filter regex), BATS_TEST_TIMEOUT (seconds per bats test, default 120).
+# --filter regex), CM_TIMEOUT (seconds per codemode call in the bats suites, default 60).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +35,10 @@ fi
 WORK=$(mktemp -d /tmp/cm-check.XXXXXX)
 export TMPDIR=$WORK
 export CM_TEST_TOKEN=cm-check-$$-$RANDOM
-export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
+CM_RUN_TAG=$(printf '%04x' $((RANDOM % 65536)))
+export CM_RUN_TAG
+# No BATS_TEST_TIMEOUT by default: bats 1.8's timeout trap breaks multi-line command
+# substitutions in teardown. Every codemode call in the suites has its own timeout (CM_TIMEOUT).
 
 want() { [[ " $suites " == *" $1 "* ]]; }
 
@@ -120,6 +124,8 @@ leak() {
   suite_note "FAILED (leak): $1"
 }
 
+# cgroups of this run's containers: ids are cm-test-<tag>-… (tests/lib/helpers.bash); other
+# runs on the same machine use other tags.
 # Processes started by this run: their environment carries CM_TEST_TOKEN (codemode, hooks,
 # helpers) or CODEMODE_TEST_CONTAINER=<token>:<id> (container processes, set in config.json).
 # Pure bash reads: a subprocess spawned here would carry the token itself.
@@ -128,14 +134,16 @@ token_pids() {
   for f in /proc/[0-9]*; do
     p=${f#/proc/}
     [ "$p" = "$$" ] || [ "$p" = "$BASHPID" ] && continue
-    while IFS= read -r -d '' kv; do
-      case $kv in
-        "CM_TEST_TOKEN=$CM_TEST_TOKEN" | "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN"*)
-          echo "$p"
-          break
-          ;;
-      esac
-    done <"$f/environ" 2>/dev/null
+    {
+      while IFS= read -r -d '' kv; do
+        case $kv in
+          "CM_TEST_TOKEN=$CM_TEST_TOKEN" | "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN"*)
+            echo "$p"
+            break
+            ;;
+        esac
+      done <"$f/environ"
+    } 2>/dev/null
   done
 }
 
@@ -162,7 +170,7 @@ check_leaks() {
     leak "cgroup left behind: $d"
     found=1
     rmdir "$d" 2>/dev/null
-  done < <(find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name '*cm-test*' 2>/dev/null | sort -r)
+  done < <(find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name "*cm-test-$CM_RUN_TAG-*" 2>/dev/null | sort -r)
   [ "$found" -eq 0 ] && echo "# nothing left behind"
 }
 

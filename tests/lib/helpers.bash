@@ -27,6 +27,10 @@ export CODEMODE
 # container processes by it (and only kill processes that carry it).
 : "${CM_TEST_TOKEN:=cm-adhoc-$$}"
 export CM_TEST_TOKEN
+# In every container id (cm-test-<tag>-…), so a run's leak check finds its own cgroups and not
+# those of another run on the same machine.
+: "${CM_RUN_TAG:=$(printf '%04x' $((RANDOM % 65536)))}"
+export CM_RUN_TAG
 CM_TIMEOUT=${CM_TIMEOUT:-60}
 
 bats_require_minimum_version 1.5.0
@@ -119,10 +123,16 @@ wait_file() {
   return 1
 }
 
-# is_test_process PID: does PID carry this run's test token (i.e. is it a container we started)?
+# is_test_process PID [TOKEN]: does PID carry TOKEN (default: this run's test token), i.e. is it a
+# container process we started? Pure bash, so the scan spawns nothing that could match itself.
 is_test_process() {
-  [ -r "/proc/$1/environ" ] && tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null |
-    grep -qx "CODEMODE_TEST_CONTAINER=${2:-$CM_TEST_TOKEN}.*"
+  local kv want="CODEMODE_TEST_CONTAINER=${2:-$CM_TEST_TOKEN}"
+  {
+    while IFS= read -r -d '' kv; do
+      [[ "$kv" == "$want"* ]] && return 0
+    done <"/proc/$1/environ"
+  } 2>/dev/null
+  return 1
 }
 
 # test_processes [TOKEN]: pids of every live process carrying TOKEN (default: this run's).
@@ -130,7 +140,25 @@ test_processes() {
   local p
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
+    [ "$p" = "$BASHPID" ] && continue
     is_test_process "$p" "${1:-}" && echo "$p"
+  done
+  return 0
+}
+
+# root_processes DIR: codemode processes still working on state dir DIR (its --root argument).
+root_processes() {
+  local f arg
+  for f in /proc/[0-9]*; do
+    [ "${f#/proc/}" = "$BASHPID" ] && continue
+    {
+      while IFS= read -r -d '' arg; do
+        if [ "$arg" = "$1" ]; then
+          echo "${f#/proc/}"
+          break
+        fi
+      done <"$f/cmdline"
+    } 2>/dev/null
   done
   return 0
 }
@@ -168,7 +196,7 @@ cm_setup() {
   TEST_DIR=$BATS_TEST_TMPDIR
   ROOT=$TEST_DIR/state
   BUNDLE=$TEST_DIR/bundle
-  CID=cm-test-$BATS_TEST_NUMBER-$RANDOM
+  CID=cm-test-$CM_RUN_TAG-$BATS_TEST_NUMBER-$RANDOM
   CM_BG_PIDS=()
   CM_MOUNTS=()
   mkdir -p "$ROOT"
@@ -182,12 +210,10 @@ cm_teardown() {
   [ -n "${TEST_DIR:-}" ] || return 0
   # 1. Every container in this test's state dir, by `list` and by directory name (in case list is
   #    the broken part).
-  ids=$({
-    cm list -q 2>/dev/null
-    ls -1 "$ROOT" 2>/dev/null
-  } | sort -u)
-  for id in $ids; do
-    cm delete --force "$id" >/dev/null 2>&1 </dev/null || true
+  ids=$(CM_TIMEOUT=15 cm list -q 2>/dev/null </dev/null)
+  ids+=" $(ls -1 "$ROOT" 2>/dev/null)"
+  for id in $(printf '%s\n' $ids | sort -u); do
+    CM_TIMEOUT=15 cm delete --force "$id" >/dev/null 2>&1 </dev/null || true
   done
   # 2. Background helpers the test started.
   for pid in "${CM_BG_PIDS[@]}"; do
@@ -196,7 +222,7 @@ cm_teardown() {
   done
   # 3. Container processes that survived delete --force: a leak. Kill them by pid (they carry
   #    this test's token, so they are ours).
-  for pid in $(test_processes "$CM_TEST_TOKEN:$CID"); do
+  for pid in $(test_processes "$CM_TEST_TOKEN:$CID") $(root_processes "$ROOT"); do
     problems+=("process $pid survived delete --force: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)")
     kill -9 "$pid" 2>/dev/null || true
   done
