@@ -65,6 +65,12 @@ int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_e
     goto out;
   }
   unlinkat(o.dirfd, "exec.fifo", 0);
+  /* init holds the only read end of the fifo until it execs (close-on-exec) or dies; then our
+   * write end reports POLLERR. Waiting for it makes `start` return once the user's process runs,
+   * after the startContainer hooks, so poststart hooks run after it, as the spec orders. */
+  struct pollfd pfd = {.fd = fd, .events = 0};
+  while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+    ;
   run_hooks_logged(&o, SPEC_HOOK_POSTSTART, "running");
   rc = 0;
 out:
