@@ -123,14 +123,21 @@ static void tighten_rlimit(struct spec_process *p, int resource, const char *typ
 
 /* --- namespaces ----------------------------------------------------------------------------- */
 
-/* Does `path` name the same namespace the host's init lives in? */
+/* Does `path` name the namespace the host's init lives in, or the one we run in (the one a
+ * container without its own would share)? */
 static bool is_host_namespace(enum spec_ns_type t, const char *path) {
-  char host[64];
-  snprintf(host, sizeof(host), "/proc/1/ns/%s", spec_ns_proc_name(t));
-  struct stat a, b;
-  if (stat(path, &a) < 0 || stat(host, &b) < 0)
+  struct stat a;
+  if (stat(path, &a) < 0)
     return false; /* the runtime fails on a bad path anyway */
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  static const char *const refs[] = {"/proc/1/ns/%s", "/proc/self/ns/%s"};
+  for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+    char ref[64];
+    struct stat b;
+    snprintf(ref, sizeof(ref), refs[i], spec_ns_proc_name(t));
+    if (stat(ref, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+      return true;
+  }
+  return false;
 }
 
 static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm_error **err) {

@@ -155,7 +155,7 @@ contained() {
 
 @test "mcp: joining the host network namespace is refused, naming the profile" {
   set_args /escape caps
-  set_cfg '.linux.namespaces |= map(if .type == "network" then .path = "/proc/1/ns/net" else . end)'
+  set_cfg '.linux.namespaces |= map(if .type == "network" then .path = "/proc/'"$$"'/ns/net" else . end)'
   run_cm --profile mcp run -b "$BUNDLE" "$CID"
   [ "$status" -ne 0 ]
   [[ "$output" == *"profile mcp"* ]]
@@ -202,7 +202,26 @@ contained() {
 @test "codemode-run: exit status and signal propagation" {
   run "$CODEMODE_RUN" --root "$ROOT" --id "$CID" "$BUNDLE" -- sh -c 'exit 7'
   [ "$status" -eq 7 ]
-  run "$CODEMODE_RUN" --root "$ROOT" --id "$CID" "$BUNDLE" -- sh -c 'kill -KILL $$'
+  # SIGTERM to codemode-run reaches the container's handler.
+  "$CODEMODE_RUN" --root "$ROOT" --id "$CID" "$BUNDLE" -- sh -c 'trap "exit 42" TERM; sleep 30 & wait' \
+    </dev/null >/dev/null 2>&1 3>&- &
+  local pid=$!
+  bg_track $pid
+  wait_file "$ROOT/$CID/state.json" 20
+  sleep 1
+  kill -TERM $pid
+  status=0
+  wait $pid || status=$?
+  [ "$status" -eq 42 ]
+  # Without a handler, pid 1 ignores SIGTERM: SIGKILL follows the grace period (128+9).
+  "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --grace 1 "$BUNDLE" -- sleep 30 </dev/null >/dev/null 2>&1 3>&- &
+  pid=$!
+  bg_track $pid
+  wait_file "$ROOT/$CID/state.json" 20
+  sleep 0.5
+  kill -TERM $pid
+  status=0
+  wait $pid || status=$?
   [ "$status" -eq 137 ]
   [ -z "$(ls -A "$ROOT")" ]
 }
