@@ -109,7 +109,8 @@ contained() {
   local ip port=$((20000 + RANDOM % 20000))
   ip=$(ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") print $(i + 1)}')
   [ -n "$ip" ] || ip=$(hostname -I | awk '{print $1}')
-  timeout 30 python3 -c "import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', $port)); s.listen(1); s.settimeout(25); s.accept(); print('CONNECTED')" >"$TEST_DIR/listener" 2>&1 &
+  # A host listener on every address: anything that connects makes it print CONNECTED.
+  timeout 30 busybox nc -l -p "$port" -e /bin/echo CONNECTED >"$TEST_DIR/listener" 2>&1 </dev/null &
   bg_track $!
   sleep 0.3
   contained -- connect "$ip:$port"
