@@ -149,9 +149,21 @@ static int64_t parse_size(const char *v) {
   double n = strtod(v, &end);
   double mult = 1;
   switch (*end) {
-  case 'k': case 'K': mult = 1024.0; end++; break;
-  case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
-  case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+  case 'k':
+  case 'K':
+    mult = 1024.0;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    mult = 1024.0 * 1024;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    mult = 1024.0 * 1024 * 1024;
+    end++;
+    break;
   default: break;
   }
   if (*end == 'b' || *end == 'B')
@@ -171,20 +183,49 @@ static void strv_push(struct spec_strv *v, const char *s) {
 }
 
 static void parse_args(int argc, char **argv, struct run_options *o) {
-  enum { O_PROFILE = 256, O_EXPLAIN, O_SECCOMP, O_ROOTFS, O_TIMEOUT, O_IDLE, O_GRACE, O_EPHEMERAL, O_MOUNT,
-         O_ENV, O_CWD, O_MEMORY, O_PIDS, O_CPUS, O_NET, O_ID, O_ROOT, O_DEBUG };
+  enum {
+    O_PROFILE = 256,
+    O_EXPLAIN,
+    O_SECCOMP,
+    O_ROOTFS,
+    O_TIMEOUT,
+    O_IDLE,
+    O_GRACE,
+    O_EPHEMERAL,
+    O_MOUNT,
+    O_ENV,
+    O_CWD,
+    O_MEMORY,
+    O_PIDS,
+    O_CPUS,
+    O_NET,
+    O_ID,
+    O_ROOT,
+    O_DEBUG
+  };
   static const struct option opts[] = {
-      {"profile", required_argument, NULL, O_PROFILE}, {"explain", no_argument, NULL, O_EXPLAIN},
-      {"seccomp", required_argument, NULL, O_SECCOMP}, {"rootfs", required_argument, NULL, O_ROOTFS},
-      {"timeout", required_argument, NULL, O_TIMEOUT}, {"idle-timeout", required_argument, NULL, O_IDLE},
-      {"grace", required_argument, NULL, O_GRACE},     {"ephemeral", no_argument, NULL, O_EPHEMERAL},
-      {"mount", required_argument, NULL, O_MOUNT},     {"env", required_argument, NULL, O_ENV},
-      {"cwd", required_argument, NULL, O_CWD},         {"memory", required_argument, NULL, O_MEMORY},
-      {"pids", required_argument, NULL, O_PIDS},       {"cpus", required_argument, NULL, O_CPUS},
-      {"net", required_argument, NULL, O_NET},         {"network", required_argument, NULL, O_NET},
-      {"id", required_argument, NULL, O_ID},           {"root", required_argument, NULL, O_ROOT},
-      {"debug", no_argument, NULL, O_DEBUG},           {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'v'},             {NULL, 0, NULL, 0},
+      {"profile", required_argument, NULL, O_PROFILE},
+      {"explain", no_argument, NULL, O_EXPLAIN},
+      {"seccomp", required_argument, NULL, O_SECCOMP},
+      {"rootfs", required_argument, NULL, O_ROOTFS},
+      {"timeout", required_argument, NULL, O_TIMEOUT},
+      {"idle-timeout", required_argument, NULL, O_IDLE},
+      {"grace", required_argument, NULL, O_GRACE},
+      {"ephemeral", no_argument, NULL, O_EPHEMERAL},
+      {"mount", required_argument, NULL, O_MOUNT},
+      {"env", required_argument, NULL, O_ENV},
+      {"cwd", required_argument, NULL, O_CWD},
+      {"memory", required_argument, NULL, O_MEMORY},
+      {"pids", required_argument, NULL, O_PIDS},
+      {"cpus", required_argument, NULL, O_CPUS},
+      {"net", required_argument, NULL, O_NET},
+      {"network", required_argument, NULL, O_NET},
+      {"id", required_argument, NULL, O_ID},
+      {"root", required_argument, NULL, O_ROOT},
+      {"debug", no_argument, NULL, O_DEBUG},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'v'},
+      {NULL, 0, NULL, 0},
   };
   int c;
   /* "+": stop at the bundle, so the container command's own options are never ours. */
@@ -270,7 +311,8 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
 
 /* --rootfs: a bundle dir holding the default config (written to disk: the runtime keeps a copy
  * of the config file for exec and hooks), root.path pointing at DIR. */
-static int make_generated_bundle(const struct run_options *o, struct cleanup_plan *plan, struct cm_error **err) {
+static int make_generated_bundle(const struct run_options *o, struct cleanup_plan *plan,
+                                 struct cm_error **err) {
   char rootfs[PATH_MAX];
   if (realpath(o->rootfs, rootfs) == NULL)
     return cm_error_set(err, errno, "--rootfs %s", o->rootfs);
@@ -342,7 +384,8 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
 }
 
 /* The command-line options, applied to the loaded config before the profile tightens it. */
-static int apply_options(struct spec *s, const struct run_options *o, const char *bundle, struct cm_error **err) {
+static int apply_options(struct spec *s, const struct run_options *o, const char *bundle,
+                         struct cm_error **err) {
   struct spec_process *p = s->process;
   if (p == NULL)
     return cm_error_set(err, 0, "config.json: .process: missing");
@@ -405,7 +448,8 @@ static int apply_options(struct spec *s, const struct run_options *o, const char
 /* --ephemeral: our own mount namespace (so every mount here vanishes with us, even on SIGKILL),
  * a size-limited tmpfs holding the overlay's upper and work dirs, the overlay over the rootfs.
  * The container's mount namespace is created from ours and sees it. */
-static int make_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err) {
+static int make_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan,
+                               struct cm_error **err) {
   char lower[PATH_MAX];
   cleanup_free char *joined = NULL;
   const char *root = s->root_path;
@@ -741,7 +785,8 @@ int main(int argc, char **argv) {
   if (s == NULL || apply_options(s, &o, bundle, &err) < 0)
     goto out_err;
   enum policy_profile profile;
-  if (policy_effective_profile(s, o.profile, &profile, &err) < 0 || policy_apply(s, profile, bundle, &pol, &err) < 0)
+  if (policy_effective_profile(s, o.profile, &profile, &err) < 0 ||
+      policy_apply(s, profile, bundle, &pol, &err) < 0)
     goto out_err;
   for (size_t i = 0; i < pol.report.count; i++)
     cm_debug("profile %s: %s", policy_profile_name(profile), pol.report.lines[i]);
@@ -763,15 +808,28 @@ int main(int argc, char **argv) {
     cm_debug("--ephemeral: root writable through an overlay at %s", s->root_path);
   }
 
-  struct loop l = {.ctx = &ctx, .id = o.id, .sigfd = -1, .timeout_fd = -1, .grace_fd = -1, .idle_fd = -1,
-                   .grace = o.grace, .idle = o.idle_timeout, .in_from = -1, .in_to = -1, .out_from = -1,
+  struct loop l = {.ctx = &ctx,
+                   .id = o.id,
+                   .sigfd = -1,
+                   .timeout_fd = -1,
+                   .grace_fd = -1,
+                   .idle_fd = -1,
+                   .grace = o.grace,
+                   .idle = o.idle_timeout,
+                   .in_from = -1,
+                   .in_to = -1,
+                   .out_from = -1,
                    .out_to = -1};
   int saved[2] = {-1, -1};
   if (o.idle_timeout > 0 && interpose_stdio(&l, saved) < 0) {
     cm_error_set(&err, errno, "--idle-timeout: set up pipes");
     goto out_err;
   }
-  struct create_options co = {.id = o.id, .bundle = bundle, .config_path = cfg, .foreground = true, .spec = s,
+  struct create_options co = {.id = o.id,
+                              .bundle = bundle,
+                              .config_path = cfg,
+                              .foreground = true,
+                              .spec = s,
                               .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL};
   struct created_container cc = {.pid = -1, .console_master = -1};
   int created = runtime_create(&ctx, &co, &cc, &err);
@@ -813,7 +871,7 @@ int main(int argc, char **argv) {
 out_delete:
   rc = fail(err);
   err = NULL;
-out_delete_quiet: {
+out_delete_quiet : {
   struct cm_error *derr = NULL;
   cleanup_free char *dir = state_dir_path(ctx.root, o.id);
   if (access(dir, F_OK) == 0 && runtime_delete(&ctx, o.id, true, &derr) < 0) {

@@ -17,18 +17,34 @@
 /* Host trees that hand out the machine: runtime sockets and state, credentials, kernel
  * interfaces. A source equal to one, inside one, or containing one (/, /var) is refused. */
 static const char *const sensitive_trees[] = {
-    "/proc", "/sys", "/dev", "/etc", "/root", "/run", "/var/run", "/boot", "/lib/modules",
-    "/usr/lib/modules",
+    "/proc", "/sys", "/dev", "/etc", "/root", "/run", "/var/run", "/boot", "/lib/modules", "/usr/lib/modules",
 };
 /* Refused when the source is exactly this (or contains it): subdirectories are used for the
  * container's own files by Docker and Kubernetes (hosts, resolv.conf, secrets volumes). */
 static const char *const sensitive_roots[] = {
-    "/var/lib/docker", "/var/lib/containerd", "/var/lib/kubelet", "/var/lib/containers",
+    "/var/lib/docker",
+    "/var/lib/containerd",
+    "/var/lib/kubelet",
+    "/var/lib/containers",
 };
 /* Path components that are credentials wherever they live. */
 static const char *const sensitive_names[] = {
-    ".ssh", ".aws", ".kube", ".docker", ".gnupg", ".azure", ".netrc", ".git-credentials", ".npmrc",
-    ".pypirc", ".password-store", "gcloud", "docker.sock", "containerd.sock", "podman.sock", "crio.sock",
+    ".ssh",
+    ".aws",
+    ".kube",
+    ".docker",
+    ".gnupg",
+    ".azure",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".password-store",
+    "gcloud",
+    "docker.sock",
+    "containerd.sock",
+    "podman.sock",
+    "crio.sock",
 };
 
 static bool is_under(const char *path, const char *tree) {
@@ -50,7 +66,8 @@ static const char *sensitive_component(const char *path) {
 static int refuse(const char *source, const char *resolved, const char *why, struct cm_error **err) {
   if (strcmp(source, resolved) == 0)
     return cm_error_set(err, EPERM, "bind mount of host %s refused (%s)", source, why);
-  return cm_error_set(err, EPERM, "bind mount of host %s (resolves to %s) refused (%s)", source, resolved, why);
+  return cm_error_set(err, EPERM, "bind mount of host %s (resolves to %s) refused (%s)", source, resolved,
+                      why);
 }
 
 int policy_check_bind_source(const char *source, const char *bundle, struct cm_error **err) {

@@ -8,14 +8,14 @@
 
 /* .incbin paths are relative to the directory the compiler runs in: the repository root. Each
  * blob is NUL-terminated so it can be handed to a string parser. */
-#define EMBED(sym, file) \
-  __asm__(".section .rodata\n" \
-          ".global " #sym "\n" \
-          ".type " #sym ", @object\n" \
-          ".balign 16\n" #sym ":\n" \
-          ".incbin \"" file "\"\n" \
-          ".byte 0\n" \
-          ".global " #sym "_end\n" #sym "_end:\n" \
+#define EMBED(sym, file)                                                                                     \
+  __asm__(".section .rodata\n"                                                                               \
+          ".global " #sym "\n"                                                                               \
+          ".type " #sym ", @object\n"                                                                        \
+          ".balign 16\n" #sym ":\n"                                                                          \
+          ".incbin \"" file "\"\n"                                                                           \
+          ".byte 0\n"                                                                                        \
+          ".global " #sym "_end\n" #sym "_end:\n"                                                            \
           ".previous\n")
 
 EMBED(cm_profile_default, "seccomp-profiles/default.json");

@@ -64,8 +64,8 @@ static void set_annotation(struct spec *s, const char *value, struct policy_repo
   for (size_t i = 0; i < l->count; i++) {
     if (strcmp(l->items[i].key, POLICY_PROFILE_ANNOTATION) == 0) {
       if (strcmp(l->items[i].value, value) != 0) {
-        policy_report_add(r, "annotations[%s]: \"%s\" -> \"%s\"", POLICY_PROFILE_ANNOTATION, l->items[i].value,
-                          value);
+        policy_report_add(r, "annotations[%s]: \"%s\" -> \"%s\"", POLICY_PROFILE_ANNOTATION,
+                          l->items[i].value, value);
         free(l->items[i].value);
         l->items[i].value = xstrdup(value);
       }

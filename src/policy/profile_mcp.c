@@ -27,9 +27,17 @@
 /* Docker's masked and read-only sets: kernel interfaces that leak host data or accept writes
  * that act on the whole machine. */
 static const char *const mcp_masked_paths[] = {
-    "/proc/acpi",       "/proc/asound",       "/proc/kcore",       "/proc/keys",
-    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-    "/proc/scsi",       "/sys/firmware",      "/sys/devices/virtual/powercap",
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
 };
 static const char *const mcp_readonly_paths[] = {
     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
@@ -97,14 +105,14 @@ static struct spec_rlimit *rlimit_find_or_add(struct spec_process *p, int resour
     abort();
   p->rlimits = grown;
   struct spec_rlimit *rl = &p->rlimits[p->n_rlimits++];
-  *rl = (struct spec_rlimit){.resource = resource, .type = xstrdup(type), .soft = RLIM_INFINITY,
-                             .hard = RLIM_INFINITY};
+  *rl = (struct spec_rlimit){
+      .resource = resource, .type = xstrdup(type), .soft = RLIM_INFINITY, .hard = RLIM_INFINITY};
   *added = true;
   return rl;
 }
 
-static void tighten_rlimit(struct spec_process *p, int resource, const char *type, uint64_t soft, uint64_t hard,
-                           struct policy_report *r) {
+static void tighten_rlimit(struct spec_process *p, int resource, const char *type, uint64_t soft,
+                           uint64_t hard, struct policy_report *r) {
   bool added;
   struct spec_rlimit *rl = rlimit_find_or_add(p, resource, type, &added);
   uint64_t old_soft = rl->soft, old_hard = rl->hard;
@@ -117,8 +125,8 @@ static void tighten_rlimit(struct spec_process *p, int resource, const char *typ
   if (added)
     policy_report_add(r, "process.rlimits: %s set to %" PRIu64 "/%" PRIu64, type, rl->soft, rl->hard);
   else if (old_soft != rl->soft || old_hard != rl->hard)
-    policy_report_add(r, "process.rlimits: %s %" PRIu64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64, type, old_soft,
-                      old_hard, rl->soft, rl->hard);
+    policy_report_add(r, "process.rlimits: %s %" PRIu64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64, type,
+                      old_soft, old_hard, rl->soft, rl->hard);
 }
 
 /* --- namespaces ----------------------------------------------------------------------------- */
@@ -151,7 +159,8 @@ static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm
      * and ptrace targets, /proc of host processes) is what the profile exists to keep out of
      * reach: refuse, rather than silently change what the caller asked for. */
     if (shares_host && (t == SPEC_NS_NETWORK || t == SPEC_NS_PID))
-      return cm_error_set(err, EPERM, "linux.namespaces: the host %s namespace cannot be joined (use a new one)",
+      return cm_error_set(err, EPERM,
+                          "linux.namespaces: the host %s namespace cannot be joined (use a new one)",
                           spec_ns_name(t));
     if (shares_host && ns->path)
       return cm_error_set(err, EPERM, "linux.namespaces: joining the host %s namespace (%s) is refused",
@@ -221,14 +230,16 @@ static void add_tmpfs(struct spec *s, const char *dest, const char *const *optio
     abort();
   s->mounts = grown;
   struct spec_mount *m = &s->mounts[s->n_mounts++];
-  *m = (struct spec_mount){.destination = xstrdup(dest), .type = xstrdup("tmpfs"), .source = xstrdup("tmpfs")};
+  *m =
+      (struct spec_mount){.destination = xstrdup(dest), .type = xstrdup("tmpfs"), .source = xstrdup("tmpfs")};
   for (; *options; options++)
     strv_append(&m->options, *options);
   spec_mount_decode_options(m);
   policy_report_add(r, "mounts: tmpfs added at %s (%s)", dest, m->data ? m->data : "");
 }
 
-static int tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r, struct cm_error **err) {
+static int tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r,
+                          struct cm_error **err) {
   for (size_t i = 0; i < s->n_mounts; i++) {
     struct spec_mount *m = &s->mounts[i];
     bool changed = false;
@@ -262,8 +273,8 @@ static int tighten_mounts(struct spec *s, const char *bundle, struct policy_repo
   if (!has_mount_at(s, "/tmp"))
     add_tmpfs(s, "/tmp", (const char *const[]){"nosuid", "nodev", "mode=1777", MCP_TMPFS_SIZE, NULL}, r);
   if (!has_mount_at(s, "/dev/shm") && has_mount_at(s, "/dev"))
-    add_tmpfs(s, "/dev/shm", (const char *const[]){"nosuid", "nodev", "noexec", "mode=1777", MCP_TMPFS_SIZE, NULL},
-              r);
+    add_tmpfs(s, "/dev/shm",
+              (const char *const[]){"nosuid", "nodev", "noexec", "mode=1777", MCP_TMPFS_SIZE, NULL}, r);
   /* The server must not change its own code or plant files for later runs. */
   if (!s->root_readonly) {
     s->root_readonly = true;
@@ -323,7 +334,8 @@ static void tighten_devices(struct spec_linux *l, struct policy_report *r) {
     res->devices = grown;
     res->devices[res->n_devices++] = (struct spec_device_rule){false, 'a', -1, -1, "rwm"};
     res->present = true;
-    policy_report_add(r, "linux.resources.devices: deny-all appended (only the standard devices stay usable)");
+    policy_report_add(r,
+                      "linux.resources.devices: deny-all appended (only the standard devices stay usable)");
   }
 }
 
@@ -344,7 +356,8 @@ static void tighten_resources(struct spec_resources *res, struct policy_report *
   /* A memory hog is OOM-killed inside its cgroup instead of pushing the host into swap. */
   if (!m->limit.set || m->limit.value <= 0 || m->limit.value > MCP_MEMORY_LIMIT) {
     if (m->limit.set && m->limit.value > 0)
-      policy_report_add(r, "linux.resources.memory.limit: %" PRId64 " -> %lld", m->limit.value, MCP_MEMORY_LIMIT);
+      policy_report_add(r, "linux.resources.memory.limit: %" PRId64 " -> %lld", m->limit.value,
+                        MCP_MEMORY_LIMIT);
     else
       policy_report_add(r, "linux.resources.memory.limit: set to %lld (512 MiB)", MCP_MEMORY_LIMIT);
     m->limit = (struct spec_opt_i64){true, MCP_MEMORY_LIMIT};
@@ -369,10 +382,12 @@ static void tighten_resources(struct spec_resources *res, struct policy_report *
   bool unlimited = !c->quota.set || c->quota.value <= 0;
   if (unlimited || (uint64_t)c->quota.value > period) {
     if (unlimited)
-      policy_report_add(r, "linux.resources.cpu: quota set to 1 CPU (%" PRIu64 "/%" PRIu64 ")", period, period);
+      policy_report_add(r, "linux.resources.cpu: quota set to 1 CPU (%" PRIu64 "/%" PRIu64 ")", period,
+                        period);
     else
-      policy_report_add(r, "linux.resources.cpu: quota %" PRId64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64 " (1 CPU)",
-                        c->quota.value, period, period, period);
+      policy_report_add(
+          r, "linux.resources.cpu: quota %" PRId64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64 " (1 CPU)",
+          c->quota.value, period, period, period);
     c->present = true;
     c->period = (struct spec_opt_u64){true, period};
     c->quota = (struct spec_opt_i64){true, (int64_t)period};
@@ -389,8 +404,9 @@ static int stack_seccomp(const struct spec *s, bool audit, struct policy_result 
     return -1;
   /* Stacked, not merged: the kernel runs both filters and the stricter answer wins, so nothing
    * in the caller's filter can weaken this one (and nothing here weakens the caller's). */
-  policy_report_add(&out->report, "seccomp: %s.json stacked on top of %s (%zu rules; the stricter filter wins)",
-                    name, s->linux_.seccomp.present ? "the config's filter" : "no filter in the config",
+  policy_report_add(&out->report,
+                    "seccomp: %s.json stacked on top of %s (%zu rules; the stricter filter wins)", name,
+                    s->linux_.seccomp.present ? "the config's filter" : "no filter in the config",
                     out->stacked_seccomp.n_syscalls);
   return 0;
 }

@@ -17,10 +17,12 @@ static const struct {
   const char *scmp;
   const char *go;
 } arch_names[] = {
-    {"SCMP_ARCH_X86_64", "amd64"},     {"SCMP_ARCH_X86", "386"},           {"SCMP_ARCH_X32", "x32"},
-    {"SCMP_ARCH_AARCH64", "arm64"},    {"SCMP_ARCH_ARM", "arm"},           {"SCMP_ARCH_PPC64LE", "ppc64le"},
-    {"SCMP_ARCH_PPC64", "ppc64"},      {"SCMP_ARCH_PPC", "ppc"},           {"SCMP_ARCH_S390X", "s390x"},
-    {"SCMP_ARCH_S390", "s390"},        {"SCMP_ARCH_RISCV64", "riscv64"},   {"SCMP_ARCH_MIPS64", "mips64"},
+    {"SCMP_ARCH_X86_64", "amd64"},      {"SCMP_ARCH_X86", "386"},
+    {"SCMP_ARCH_X32", "x32"},           {"SCMP_ARCH_AARCH64", "arm64"},
+    {"SCMP_ARCH_ARM", "arm"},           {"SCMP_ARCH_PPC64LE", "ppc64le"},
+    {"SCMP_ARCH_PPC64", "ppc64"},       {"SCMP_ARCH_PPC", "ppc"},
+    {"SCMP_ARCH_S390X", "s390x"},       {"SCMP_ARCH_S390", "s390"},
+    {"SCMP_ARCH_RISCV64", "riscv64"},   {"SCMP_ARCH_MIPS64", "mips64"},
     {"SCMP_ARCH_MIPSEL64", "mips64le"}, {"SCMP_ARCH_LOONGARCH64", "loong64"},
 };
 
@@ -52,7 +54,8 @@ static bool arch_matches(const char *name, const char *scmp) {
     return true;
   for (size_t i = 0; i < sizeof(arch_names) / sizeof(arch_names[0]); i++)
     if (strcmp(arch_names[i].scmp, scmp) == 0)
-      return strcmp(arch_names[i].go, name) == 0 || (strcmp(scmp, "SCMP_ARCH_X86") == 0 && strcmp(name, "x86") == 0);
+      return strcmp(arch_names[i].go, name) == 0 ||
+             (strcmp(scmp, "SCMP_ARCH_X86") == 0 && strcmp(name, "x86") == 0);
   return false;
 }
 
@@ -96,7 +99,8 @@ struct resolver {
 
 /* One includes/excludes object: 1 when it says "applies" (includes: every condition holds;
  * excludes: any condition holds), 0 when not, -1 on error. `any` selects excludes semantics. */
-static int eval_conditions(struct resolver *r, yajl_val rule, const char *key, bool any, struct cm_error **err) {
+static int eval_conditions(struct resolver *r, yajl_val rule, const char *key, bool any,
+                           struct cm_error **err) {
   yajl_val cond;
   int has = jget_object(&r->c, rule, key, &cond, err);
   if (has <= 0)
@@ -159,7 +163,8 @@ static int parse_action(struct jctx *c, yajl_val obj, const char *key, enum spec
   return 0;
 }
 
-static int parse_args(struct jctx *c, yajl_val rule, struct spec_seccomp_syscall *out, struct cm_error **err) {
+static int parse_args(struct jctx *c, yajl_val rule, struct spec_seccomp_syscall *out,
+                      struct cm_error **err) {
   yajl_val args;
   if (jget_array(c, rule, "args", &args, err) < 0)
     return -1;
@@ -176,7 +181,8 @@ static int parse_args(struct jctx *c, yajl_val rule, struct spec_seccomp_syscall
     cleanup_free char *op = NULL;
     /* A syscall has 6 arguments; a larger index would read past seccomp_data.args. */
     if (jval_object(c, a, err) < 0 || jrequire(c, a, "index", err) < 0 ||
-        jget_u64(c, a, "index", 5, &index, err) < 0 || jget_u64(c, a, "value", UINT64_MAX, &arg->value, err) < 0 ||
+        jget_u64(c, a, "index", 5, &index, err) < 0 ||
+        jget_u64(c, a, "value", UINT64_MAX, &arg->value, err) < 0 ||
         jget_u64(c, a, "valueTwo", UINT64_MAX, &arg->value_two, err) < 0 || jrequire(c, a, "op", err) < 0 ||
         jget_string(c, a, "op", &op, err) < 0)
       return -1;

@@ -21,9 +21,9 @@
 
 /* What includes/excludes are evaluated against. */
 struct seccomp_profile_target {
-  uint64_t capabilities;   /* the container's bounding set (CAP_* bit mask), as Docker uses */
-  const char *arch;        /* "SCMP_ARCH_X86_64"…; NULL: the architecture codemode was built for */
-  unsigned kernel_major;   /* 0: the running kernel (uname) */
+  uint64_t capabilities; /* the container's bounding set (CAP_* bit mask), as Docker uses */
+  const char *arch;      /* "SCMP_ARCH_X86_64"…; NULL: the architecture codemode was built for */
+  unsigned kernel_major; /* 0: the running kernel (uname) */
   unsigned kernel_minor;
 };
 
