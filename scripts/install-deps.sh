@@ -1,0 +1,21 @@
+#!/bin/bash
+# scripts/install-deps.sh [build|test|all] — install, with apt-get, the Debian packages codemode
+# needs to build (build), to run its test suites (test), or both (all, the default). Only what
+# is missing is installed; nothing happens when everything is there. Needs root for installing.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=rootfs-tools/lib.sh
+. "$here/../rootfs-tools/lib.sh"
+
+build_pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libyajl-dev libmnl-dev
+  libsystemd-dev libcmocka-dev)
+# bats/jq drive the suites; busybox-static makes the test rootfs; iproute2 and util-linux
+# (unshare) set up namespaces to join; runc/crun are the side-by-side references.
+test_pkgs=(bats jq busybox-static iproute2 util-linux procps runc crun)
+
+case ${1:-all} in
+  build) rt_ensure_packages "${build_pkgs[@]}" ;;
+  test) rt_ensure_packages "${test_pkgs[@]}" ;;
+  all) rt_ensure_packages "${build_pkgs[@]}" "${test_pkgs[@]}" ;;
+  *) echo "usage: ${0##*/} [build|test|all]" >&2; exit 2 ;;
+esac
