@@ -1,0 +1,97 @@
+#!/usr/bin/env bats
+# Capabilities as the process sees them in /proc/self/status, for root and non-root users, and
+# CVE-2022-29162 / CVE-2022-27650: the inheritable set stays empty unless the spec asks for it
+# (a non-empty inheritable set would let a file with inheritable file caps gain them).
+
+load lib
+
+STATUS_DUMP='grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):" /proc/self/status'
+
+@test "CVE-2022-29162: inheritable caps are empty for root unless asked" {
+  set_args sh -c "$STATUS_DUMP"
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$(status_field CapInh)" = 0000000000000000 ]
+  [ "$(status_field CapAmb)" = 0000000000000000 ]
+  assert_host_untouched
+}
+
+@test "CVE-2022-29162: inheritable caps are empty for a non-root user unless asked" {
+  set_args sh -c "$STATUS_DUMP"
+  set_cfg '.process.user = {"uid": 1000, "gid": 1000}'
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$(status_field CapInh)" = 0000000000000000 ]
+  # A non-root user keeps only what is listed as ambient (here: none raisable without inheritable).
+  [ "$(status_field CapEff)" = 0000000000000000 ]
+  [ "$(status_field CapPrm)" = 0000000000000000 ]
+  [ "$(status_field CapAmb)" = 0000000000000000 ]
+  assert_host_untouched
+}
+
+@test "the default config gives exactly runc's default capability set" {
+  command -v runc >/dev/null || skip "runc is not installed"
+  mkdir "$TEST_DIR/runc-spec" "$TEST_DIR/cm-spec"
+  (cd "$TEST_DIR/runc-spec" && runc spec)
+  (cd "$TEST_DIR/cm-spec" && "$CODEMODE" spec)
+  local field
+  for field in bounding effective permitted inheritable ambient; do
+    [ "$(jq -c ".process.capabilities.$field // [] | sort" "$TEST_DIR/runc-spec/config.json")" = \
+      "$(jq -c ".process.capabilities.$field // [] | sort" "$TEST_DIR/cm-spec/config.json")" ]
+  done
+  # And the process really gets it: runc's three caps in CapEff/CapPrm/CapBnd.
+  cp "$TEST_DIR/cm-spec/config.json" "$BUNDLE/config.json"
+  set_cfg '.process.terminal = false'
+  set_env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID"
+  set_args sh -c "$STATUS_DUMP"
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  local want
+  want=$(cap_mask CAP_AUDIT_WRITE CAP_KILL CAP_NET_BIND_SERVICE)
+  [ "$(status_field CapEff)" = "$want" ]
+  [ "$(status_field CapPrm)" = "$want" ]
+  [ "$(status_field CapBnd)" = "$want" ]
+  [ "$(status_field CapInh)" = 0000000000000000 ]
+}
+
+@test "all five sets as the config says, for root" {
+  set_cfg '.process.capabilities = {"bounding": ["CAP_CHOWN", "CAP_KILL", "CAP_NET_RAW", "CAP_SETPCAP"],
+    "permitted": ["CAP_CHOWN", "CAP_KILL", "CAP_NET_RAW"], "effective": ["CAP_CHOWN", "CAP_KILL"],
+    "inheritable": ["CAP_KILL"], "ambient": ["CAP_KILL"]}'
+  set_args sh -c "$STATUS_DUMP"
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$(status_field CapBnd)" = "$(cap_mask CAP_CHOWN CAP_KILL CAP_NET_RAW CAP_SETPCAP)" ]
+  # uid 0 execs as if every file had full file caps (no SECBIT_NOROOT): permitted and effective
+  # become the bounding set, as with runc. The config's permitted/effective bind non-root users.
+  [ "$(status_field CapPrm)" = "$(cap_mask CAP_CHOWN CAP_KILL CAP_NET_RAW CAP_SETPCAP)" ]
+  [ "$(status_field CapEff)" = "$(cap_mask CAP_CHOWN CAP_KILL CAP_NET_RAW CAP_SETPCAP)" ]
+  [ "$(status_field CapInh)" = "$(cap_mask CAP_KILL)" ]
+  [ "$(status_field CapAmb)" = "$(cap_mask CAP_KILL)" ]
+  [ "$(status_field NoNewPrivs)" = 1 ]
+}
+
+@test "a non-root user gets exactly the listed sets (kept across the user switch, ambient raised)" {
+  set_cfg '.process.user = {"uid": 1000, "gid": 1000} | .process.noNewPrivileges = false |
+    .process.capabilities = {"bounding": ["CAP_KILL", "CAP_NET_BIND_SERVICE"],
+    "permitted": ["CAP_KILL", "CAP_NET_BIND_SERVICE"], "effective": ["CAP_KILL", "CAP_NET_BIND_SERVICE"],
+    "inheritable": ["CAP_NET_BIND_SERVICE"], "ambient": ["CAP_NET_BIND_SERVICE"]}'
+  set_args sh -c "id -u; $STATUS_DUMP"
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 1000 ]
+  # After execve of a file without file caps, a non-root process keeps only its ambient set.
+  [ "$(status_field CapAmb)" = "$(cap_mask CAP_NET_BIND_SERVICE)" ]
+  [ "$(status_field CapEff)" = "$(cap_mask CAP_NET_BIND_SERVICE)" ]
+  [ "$(status_field CapPrm)" = "$(cap_mask CAP_NET_BIND_SERVICE)" ]
+  [ "$(status_field CapInh)" = "$(cap_mask CAP_NET_BIND_SERVICE)" ]
+  [ "$(status_field CapBnd)" = "$(cap_mask CAP_KILL CAP_NET_BIND_SERVICE)" ]
+  [ "$(status_field NoNewPrivs)" = 0 ]
+}
+
+@test "an unknown capability name is an error that names it" {
+  set_cfg '.process.capabilities.bounding += ["CAP_NO_SUCH_THING"]'
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ $output == *CAP_NO_SUCH_THING* ]]
+}
