@@ -62,10 +62,10 @@ STATUS_DUMP='grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):" /proc/sel
   run_cm run -b "$BUNDLE" "$CID"
   [ "$status" -eq 0 ]
   [ "$(status_field CapBnd)" = "$(cap_mask CAP_CHOWN CAP_KILL CAP_NET_RAW CAP_SETPCAP)" ]
-  # uid 0 execs as if every file had full file caps (no SECBIT_NOROOT): permitted and effective
-  # become the bounding set, as with runc. The config's permitted/effective bind non-root users.
-  [ "$(status_field CapPrm)" = "$(cap_mask CAP_CHOWN CAP_KILL CAP_NET_RAW CAP_SETPCAP)" ]
-  [ "$(status_field CapEff)" = "$(cap_mask CAP_CHOWN CAP_KILL CAP_NET_RAW CAP_SETPCAP)" ]
+  # uid 0 execs as if every file had full file caps (no SECBIT_NOROOT), so effective becomes the
+  # whole permitted set; no_new_privs keeps permitted from growing past the config's at execve.
+  [ "$(status_field CapPrm)" = "$(cap_mask CAP_CHOWN CAP_KILL CAP_NET_RAW)" ]
+  [ "$(status_field CapEff)" = "$(cap_mask CAP_CHOWN CAP_KILL CAP_NET_RAW)" ]
   [ "$(status_field CapInh)" = "$(cap_mask CAP_KILL)" ]
   [ "$(status_field CapAmb)" = "$(cap_mask CAP_KILL)" ]
   [ "$(status_field NoNewPrivs)" = 1 ]
