@@ -24,7 +24,7 @@ repo=$(cd "$here/.." && pwd)
 : "${CODEMODE:=$repo/build/codemode}"
 case $CODEMODE in /*) ;; *) CODEMODE=$PWD/$CODEMODE ;; esac
 export CODEMODE
-suites=${CM_SUITES:-unit integration security docker mcp vm}
+suites=${CM_SUITES:-unit integration security docker containerd mcp vm}
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "tests/run-all.sh: the integration suites need root" >&2
