@@ -4,7 +4,7 @@
 #   1. unit        the cmocka binaries given as arguments
 #   2. integration bats --tap tests/integration   (needs $CODEMODE, default build/codemode)
 #   3. security    bats --tap tests/security
-#   4. extra       tests/<suite>/run.sh for docker, mcp, vm, … when present: TAP on stdout,
+#   4. extra       tests/<suite>/run.sh for docker, containerd, mcp, vm when present: TAP on stdout,
 #                  exit 77 = "cannot run here" (its last stderr line says why)
 #   5. leaks       no mount under the run's temp dir, no process carrying the run's token, no
 #                  cgroup named after one of the run's containers (cm-test-<tag>-*): each leak
@@ -12,7 +12,7 @@
 #
 # Ends with exactly one line `N passed, N failed, N skipped` and exits 1 if anything failed.
 # Under CI=true a suite that cannot run counts as failed.
-# Knobs: CM_SUITES="unit integration security docker" (default: all), CM_TEST_FILTER (a bats
+# Knobs: CM_SUITES="unit integration security docker …" (default: all of them), CM_TEST_FILTER (a bats
 # --filter regex), CM_TIMEOUT (seconds per codemode call in the bats suites, default 60).
 set -uo pipefail
 

@@ -19,12 +19,13 @@ load ../lib/helpers
     and (.process.capabilities.bounding | index("CAP_SYS_ADMIN") | not)' config.json
 }
 
-@test "spec -b DIR writes DIR/config.json" {
-  mkdir "$TEST_DIR/s"
+@test "spec -b DIR writes DIR/config.json and nothing in the current directory" {
+  mkdir "$TEST_DIR/s" "$TEST_DIR/cwd"
+  cd "$TEST_DIR/cwd"
   run cm spec -b "$TEST_DIR/s"
   [ "$status" -eq 0 ]
   jq -e . "$TEST_DIR/s/config.json"
-  [ ! -e "$PWD/config.json" ] || [ "$PWD" = "$TEST_DIR/s" ]
+  [ -z "$(ls -A "$TEST_DIR/cwd")" ]
 }
 
 @test "spec --bundle DIR is -b DIR" {
