@@ -4,6 +4,6 @@ set -euo pipefail
 need=()
 command -v containerd >/dev/null || need+=(containerd)
 command -v runc >/dev/null || need+=(runc)
-# podman is optional: its case is skipped when it is not installed.
-[ "${CM_WITH_PODMAN:-}" = 1 ] && ! command -v podman >/dev/null && need+=(podman)
+# podman: its case is skipped without it (CM_NO_PODMAN=1 keeps CI lean).
+[ "${CM_NO_PODMAN:-}" = 1 ] || command -v podman >/dev/null || need+=(podman)
 [ ${#need[@]} -eq 0 ] || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}"
