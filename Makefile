@@ -69,6 +69,10 @@ unit: $(UNIT_BINS)
 check: all $(UNIT_BINS)
 	CODEMODE=$(abspath $(B)/codemode) tests/run-all.sh $(UNIT_BINS)
 
+# cgroup v2 with every controller and the systemd driver, in qemu (tests/vm/run.sh).
+check-v2: all $(UNIT_BINS)
+	CODEMODE=$(abspath $(B)/codemode) tests/vm/run.sh all
+
 install: all
 	install -D -m 0755 $(B)/codemode $(DESTDIR)$(BINDIR)/codemode
 	install -D -m 0755 $(B)/codemode-run $(DESTDIR)$(BINDIR)/codemode-run
@@ -83,7 +87,7 @@ clean:
 format:
 	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c')
 
-.PHONY: all unit unit-bins check install clean format
+.PHONY: all unit unit-bins check check-v2 install clean format
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
 
 # Fuzzing (tests/fuzz): make fuzz [FUZZ_SECONDS=60]. Each tests/fuzz/fuzz_*.c is a libFuzzer

@@ -1,0 +1,177 @@
+#!/bin/bash
+# In-VM tests: the cgroupfs driver on cgroup v2 with every controller. Kept tight: under TCG each
+# container costs about a second.
+# shellcheck source=tests/vm/guest-lib.sh
+. "$CMVM_REPO/tests/vm/guest-lib.sh"
+
+echo "# kernel $(uname -r), controllers: $(cat $CG/cgroup.controllers)"
+
+controllers() {
+  local c
+  for c in cpuset cpu io memory hugetlb pids rdma misc; do
+    grep -qw "$c" $CG/cgroup.controllers || { echo "missing controller $c"; return 1; }
+  done
+}
+t "cgroup2 at /sys/fs/cgroup has every controller" controllers
+
+shell() {
+  bundle shell sh -c 'echo hello; sleep 1; echo bye' >/dev/null
+  local out
+  out=$(cm run -b $BUNDLES/shell shell </dev/null 2>&1)
+  [ "$out" = "hello
+bye" ] || { echo "$out"; return 1; }
+}
+t "a shell container runs (sh -c)" shell
+
+# The cmocka v2 unit tests: here every controller they check is present.
+unit_v2() {
+  local bin=$CMVM_REPO/build/tests/test_cgroup_v2
+  [ -x "$bin" ] || { echo "$bin not built (make unit-bins)"; return 1; }
+  CMOCKA_MESSAGE_OUTPUT=TAP "$bin"
+}
+t "unit tests test_cgroup_v2" unit_v2
+
+limits() {
+  local d=$CG/cmvm/limits
+  bundle limits sleep 1000 >/dev/null
+  cfg limits '.linux.resources = {
+      memory: {limit: 67108864, reservation: 33554432, swap: 67108864},
+      cpu: {shares: 512, quota: 50000, period: 100000, cpus: "1", mems: "0"},
+      pids: {limit: 50},
+      blockIO: {weight: 500},
+      hugepageLimits: [{pageSize: "2MB", limit: 4194304}],
+      unified: {"memory.high": "61440000"}}'
+  run_detached limits || return 1
+  expect $d/memory.max 67108864 &&
+    expect $d/memory.low 33554432 &&
+    expect $d/memory.swap.max 0 &&
+    expect $d/memory.high 61440000 &&
+    expect $d/cpu.weight 20 &&
+    expect $d/cpu.max "50000 100000" &&
+    expect $d/cpuset.cpus 1 &&
+    expect $d/cpuset.mems 0 &&
+    expect $d/pids.max 50 &&
+    expect $d/io.weight "default 4950" &&
+    expect $d/hugetlb.2MB.max 4194304 &&
+    grep -qx "$(pid_of limits)" $d/cgroup.procs
+}
+t "memory, cpu, cpuset, pids, io, hugetlb and unified values land in the cgroup files" limits
+
+update() {
+  local d=$CG/cmvm/limits
+  cm update --memory 100m --memory-swap 100m --pids-limit 30 --cpu-quota 20000 --cpu-period 50000 \
+    --cpuset-cpus 0 --cpu-share 1024 --blkio-weight 1000 limits || return 1
+  expect $d/memory.max 104857600 && expect $d/pids.max 30 && expect $d/cpu.max "20000 50000" &&
+    expect $d/cpuset.cpus 0 && expect $d/cpu.weight 39 && expect $d/io.weight "default 10000" || return 1
+  echo '{"memory": {"limit": 83886080, "swap": 83886080}, "pids": {"limit": 40}}' | cm update --resources - limits ||
+    return 1
+  expect $d/memory.max 83886080 && expect $d/pids.max 40
+}
+t "update (runc's flags and --resources -) changes live limits" update
+
+ps_json() {
+  local pids
+  pids=$(cm ps --format json limits) || return 1
+  echo "$pids" | jq -e --argjson p "$(pid_of limits)" 'index($p) != null' >/dev/null
+}
+t "ps --format json lists the container's init" ps_json
+
+stats() {
+  local out
+  out=$(cm events --stats limits) || return 1
+  echo "$out" | jq -e '.type == "stats" and .id == "limits" and .data.memory.usage.usage > 0 and
+      .data.memory.usage.limit == 83886080 and .data.pids.current >= 1 and .data.pids.limit == 40 and
+      .data.cpu.usage.total > 0 and (.data.hugetlb | has("2MB"))' >/dev/null || { echo "$out"; return 1; }
+}
+t "events --stats reports the v2 counters in runc's format" stats
+cleanup_container limits
+
+# A frozen container burns no CPU; resume lets it run again.
+freeze() {
+  local d=$CG/cmvm/spin u1 u2
+  bundle spin sh -c 'while :; do :; done' >/dev/null
+  run_detached spin || return 1
+  cm pause spin || return 1
+  expect $d/cgroup.freeze 1 && [ "$(key $d/cgroup.events frozen)" = 1 ] && [ "$(state_of spin)" = paused ] || return 1
+  u1=$(key $d/cpu.stat usage_usec)
+  sleep 1
+  u2=$(key $d/cpu.stat usage_usec)
+  [ "$u1" = "$u2" ] || { echo "frozen but usage_usec went $u1 -> $u2"; return 1; }
+  cm resume spin || return 1
+  expect $d/cgroup.freeze 0 && [ "$(state_of spin)" = running ] || return 1
+  sleep 0.5
+  u2=$(key $d/cpu.stat usage_usec)
+  [ "$u2" -gt "$u1" ] || { echo "resumed but usage_usec stayed $u1"; return 1; }
+}
+t "pause freezes (cgroup.freeze, no CPU used) and resume thaws" freeze
+cleanup_container spin
+
+kill_all() {
+  local d=$CG/cmvm/many
+  bundle many sh -c 'sleep 1000 & sleep 1000 & sleep 1000 & sleep 1000' >/dev/null
+  run_detached many || return 1
+  wait_for 10 test "$(wc -l <$d/cgroup.procs)" -ge 4 || return 1
+  cm kill --all many KILL || return 1
+  wait_for 10 test "$(wc -l <$d/cgroup.procs)" -eq 0 || { cat $d/cgroup.procs; return 1; }
+  wait_for 5 test "$(state_of many)" = stopped
+}
+t "kill --all KILL (cgroup.kill) reaches every process" kill_all
+cleanup_container many
+
+oom() {
+  local d=$CG/cmvm/hog rc=0
+  bundle hog dd if=/dev/zero of=/dev/null bs=64M count=1 >/dev/null
+  cfg hog '.linux.resources.memory = {limit: 16777216, swap: 16777216}'
+  cm run --keep -b $BUNDLES/hog hog </dev/null >/dev/null 2>&1 || rc=$?
+  [ "$rc" -eq 137 ] || { echo "exit status $rc, want 137"; return 1; }
+  [ "$(key $d/memory.events oom_kill)" -ge 1 ] || { cat $d/memory.events; return 1; }
+  cm delete hog
+}
+t "a memory hog over memory.max is OOM-killed (exit 137, oom_kill counted)" oom
+
+oom_event() {
+  local ev rc=0
+  bundle hog2 sh -c 'sleep 2; dd if=/dev/zero of=/dev/null bs=64M count=1; sleep 1000' >/dev/null
+  cfg hog2 '.linux.resources.memory = {limit: 16777216, swap: 16777216}'
+  run_detached hog2 || return 1
+  timeout 30 "$CODEMODE" --root "$STATE" events --interval 60s hog2 >/run/hog2.events 2>&1 &
+  ev=$!
+  wait_for 20 grep -q '"type":"oom"' /run/hog2.events || { cat /run/hog2.events; rc=1; }
+  cm kill hog2 KILL
+  wait "$ev" || { echo "events exited $? after the container stopped"; rc=1; }
+  head -n 3 /run/hog2.events
+  return $rc
+}
+t "events streams {\"type\":\"oom\"} (memory.events) and ends when the container stops" oom_event
+cleanup_container hog2
+
+fork_bomb() {
+  local d=$CG/cmvm/bomb
+  bundle bomb sh -c 'i=0; while [ $i -lt 40 ]; do sleep 1000 & i=$((i+1)); done 2>/dev/null; sleep 1000' >/dev/null
+  cfg bomb '.linux.resources.pids = {limit: 10}'
+  run_detached bomb || return 1
+  wait_for 20 test "$(key $d/pids.events max)" -ge 1 || { cat $d/pids.events; return 1; }
+  [ "$(cat $d/pids.current)" -le 10 ] || { echo "pids.current $(cat $d/pids.current) > 10"; return 1; }
+}
+t "a fork bomb stops at pids.max (fork fails, pids.events max counted)" fork_bomb
+cleanup_container bomb
+
+devices() {
+  bundle dev sh -c 'head -c 1 /dev/zero >/dev/null || exit 10; mknod /tmp/mem c 1 1 || exit 11; head -c 1 /tmp/mem >/dev/null 2>&1 && exit 12; exit 0' >/dev/null
+  cfg dev '.process.capabilities.bounding += ["CAP_MKNOD"] | .process.capabilities.effective += ["CAP_MKNOD"] |
+    .process.capabilities.permitted += ["CAP_MKNOD"] |
+    .mounts += [{destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid"]}]'
+  cm run -b $BUNDLES/dev dev </dev/null || { echo "exit status $? (10: /dev/zero denied, 11: mknod failed, 12: /dev/mem readable)"; return 1; }
+}
+t "the eBPF device filter allows /dev/zero and denies a mknod'ed /dev/mem (c 1:1)" devices
+cleanup_container dev
+
+nothing_left() {
+  local left
+  left=$(find $CG/cmvm -mindepth 1 -type d 2>/dev/null)
+  [ -z "$left" ] || { echo "left behind: $left"; return 1; }
+  [ -z "$(ls "$STATE")" ] || { echo "state left: $(ls "$STATE")"; return 1; }
+}
+t "delete leaves no cgroup and no state behind" nothing_left
+rmdir $CG/cmvm 2>/dev/null
+echo "# $T tests, $FAILED failed"

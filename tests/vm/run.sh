@@ -1,0 +1,172 @@
+#!/bin/bash
+# tests/vm/run.sh [v2|systemd|all] — cgroup v2 with every controller, in qemu (DESIGN.md §5).
+#
+# Boots Debian's kernel (linux-image-amd64's current package, unpacked with dpkg -x into a cache
+# dir, never installed into /boot) under qemu-system-x86_64 with TCG. A busybox initramfs loads
+# the virtio/9p/overlay modules, mounts the host's / read-only over 9p with a tmpfs overlay and
+# switch_roots into it; tests/vm/guest.sh then mounts cgroup2 with every controller and runs
+# tests/vm/guest-<variant>.sh. Their TAP lines come back on ttyS0 prefixed "CMVM: ", and this
+# script prints them as TAP. Variants:
+#   v2       the cgroupfs driver against every v2 controller (default)
+#   systemd  systemd as PID 1 (unified hierarchy), a oneshot unit runs the systemd-driver tests
+#   all      both, one boot each
+# Exit 77 (tests/run-all.sh: suite skipped) when this machine cannot run it; the last stderr line
+# says why. Knobs: CM_VM_CACHE (default /var/cache/codemode-vm), CM_VM_TIMEOUT (seconds per
+# boot, default 600), CM_VM_KEEP=1 keeps the work dir (serial logs) for a look afterwards.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+variants=${1:-${CM_VM_VARIANTS:-v2 systemd}}
+[ "$variants" = all ] && variants="v2 systemd"
+CACHE=${CM_VM_CACHE:-/var/cache/codemode-vm}
+TIMEOUT=${CM_VM_TIMEOUT:-600}
+: "${CODEMODE:=$repo/build/codemode}"
+
+cannot() {
+  echo "tests/vm: $*" >&2
+  exit 77
+}
+log() { echo "# $*"; }
+
+[ "$(id -u)" -eq 0 ] || cannot "needs root (9p passthrough of the host tree)"
+[ -x "$CODEMODE" ] || cannot "$CODEMODE is not built (run make)"
+case $CODEMODE in "$repo"/*) ;; *) cannot "CODEMODE must be inside the repository (the guest sees the host tree)" ;; esac
+command -v jq >/dev/null || cannot "jq is not installed"
+[ -x /bin/busybox ] || cannot "/bin/busybox is missing (apt-get install busybox-static)"
+if ! command -v qemu-system-x86_64 >/dev/null; then
+  log "installing qemu-system-x86 (no recommends)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 >&2 ||
+    cannot "qemu-system-x86_64 is missing and apt-get install qemu-system-x86 failed"
+fi
+
+# --- the kernel: linux-image-amd64's dependency, unpacked into the cache ---------------------
+fetch_kernel() {
+  local pkg deb
+  mkdir -p "$CACHE" || return 1
+  pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+  if [ -z "$pkg" ]; then
+    # No apt metadata: use whatever was unpacked before.
+    KDIR=$(find "$CACHE" -maxdepth 1 -type d -name 'linux-image-[0-9]*' | sort -V | tail -n 1)
+    [ -n "$KDIR" ] || return 1
+  else
+    KDIR=$CACHE/$pkg
+  fi
+  if [ ! -d "$KDIR/boot" ]; then
+    log "fetching $pkg into $CACHE"
+    (cd "$CACHE" && apt-get download -q "$pkg" >&2 2>/dev/null) || return 1
+    deb=$(ls "$CACHE/${pkg}"_*.deb 2>/dev/null | tail -n 1)
+    [ -n "$deb" ] || return 1
+    rm -rf "$KDIR.tmp"
+    dpkg -x "$deb" "$KDIR.tmp" && mv "$KDIR.tmp" "$KDIR" || return 1
+    rm -f "$deb"
+  fi
+  VMLINUZ=$(ls "$KDIR"/boot/vmlinuz-* 2>/dev/null | head -n 1)
+  MODDIR=$(ls -d "$KDIR"/lib/modules/* 2>/dev/null | head -n 1)
+  [ -n "$VMLINUZ" ] && [ -n "$MODDIR" ]
+}
+fetch_kernel || cannot "cannot get Debian's kernel (apt-get download linux-image-amd64's package into $CACHE)"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/cm-vm.XXXXXX")
+chmod 755 "$WORK"
+cleanup() {
+  [ -n "${QEMU_PID:-}" ] && kill "$QEMU_PID" 2>/dev/null
+  if [ "${CM_VM_KEEP:-}" = 1 ]; then echo "tests/vm: work dir kept: $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+# --- the initramfs ----------------------------------------------------------------------------
+# Module dependencies straight from each .ko's .modinfo section ("depends=a,b"): what
+# `modinfo -F depends` prints, without needing kmod on the host.
+declare -A MOD_PATH=() MOD_DONE=()
+MOD_ORDER=()
+while IFS= read -r f; do
+  m=$(basename "$f" .ko)
+  MOD_PATH[${m//-/_}]=$f
+done < <(find "$MODDIR/kernel" -name '*.ko')
+mod_depends() { tr '\0' '\n' <"$1" | sed -n 's/^depends=//p' | head -n 1 | tr ',' ' '; }
+add_module() {
+  local m=${1//-/_} d
+  [ -n "${MOD_DONE[$m]:-}" ] && return 0
+  MOD_DONE[$m]=1
+  [ -n "${MOD_PATH[$m]:-}" ] || { echo "tests/vm: module $m not found in $MODDIR" >&2; return 1; }
+  for d in $(mod_depends "${MOD_PATH[$m]}"); do add_module "$d" || return 1; done
+  MOD_ORDER+=("$m")
+}
+for m in virtio_pci 9pnet_virtio 9p overlay; do
+  add_module "$m" || cannot "the kernel in $KDIR lacks module $m"
+done
+
+build_initramfs() {
+  local d=$WORK/initramfs m
+  mkdir -p "$d"/{bin,dev,proc,sys,lower,upper,newroot,lib/modules}
+  cp /bin/busybox "$d/bin/busybox"
+  for m in "${MOD_ORDER[@]}"; do cp "${MOD_PATH[$m]}" "$d/lib/modules/$m.ko"; done
+  printf '%s\n' "${MOD_ORDER[@]}" >"$d/modules.order"
+  cp "$here/initramfs-init.sh" "$d/init"
+  chmod 755 "$d/init"
+  (cd "$d" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$WORK/initramfs.gz"
+}
+build_initramfs || cannot "building the initramfs failed"
+
+# --- what the guest tests use, prepared here (the guest sees the host tree read-only) ---------
+"$repo/rootfs-tools/make-busybox-bundle.sh" "$WORK/bundle" >/dev/null 2>&1 ||
+  cannot "rootfs-tools/make-busybox-bundle.sh failed"
+
+# --- boot -------------------------------------------------------------------------------------
+TESTNO=0
+tap() { TESTNO=$((TESTNO + 1)); echo "$1 $TESTNO - $2"; }
+
+boot() {
+  local variant=$1 serial=$WORK/serial-$1.log init_arg="" start end rc line done_seen=0 got=0
+  case $variant in
+    systemd)
+      [ -x /lib/systemd/systemd ] || { tap "ok" "vm systemd: boot # skip /lib/systemd/systemd is not installed"; return; }
+      init_arg="cmvm.init=/lib/systemd/systemd systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 systemd.log_level=warning"
+      ;;
+  esac
+  : >"$serial"
+  start=$(date +%s.%N)
+  # TCG only: this machine has no working KVM. -nodefaults: no VGA/NIC to probe, faster boot.
+  timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-reboot -accel tcg,thread=multi \
+    -smp 2 -m 1536 -display none -monitor none -serial "file:$serial" \
+    -kernel "$VMLINUZ" -initrd "$WORK/initramfs.gz" \
+    -virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap" \
+    -append "console=ttyS0 loglevel=1 panic=-1 mitigations=off nokaslr no_timer_check cmvm.repo=$repo cmvm.work=$WORK cmvm.variant=$variant cmvm.codemode=$CODEMODE cmvm.trace=${CM_VM_TRACE:-0} cmvm.only=${CM_VM_ONLY:-} $init_arg" \
+    </dev/null >"$WORK/qemu-$variant.out" 2>&1 &
+  QEMU_PID=$!
+  # Follow the serial log while the VM runs: TAP lines as they come.
+  while IFS= read -r line; do
+    line=${line%$'\r'}
+    case $line in
+      "CMVM: ok "* | "CMVM: not ok "*)
+        line=${line#CMVM: }
+        got=$((got + 1))
+        local verdict=ok
+        [[ $line == "not ok "* ]] && verdict="not ok"
+        line=${line#"$verdict "}
+        # "N - desc" (ours) or "N desc" (bats): drop the guest's numbering.
+        line=${line#"${line%%[!0-9]*}"}
+        line=${line# }
+        line=${line#- }
+        tap "$verdict" "vm $variant: $line"
+        ;;
+      "CMVM: #"*) echo "${line#CMVM: }" ;;
+      "CMVM: done"*) done_seen=1 ;;
+    esac
+  done < <(tail -n +1 -F --pid="$QEMU_PID" "$serial" 2>/dev/null)
+  wait "$QEMU_PID"
+  rc=$?
+  QEMU_PID=
+  end=$(date +%s.%N)
+  log "vm $variant: qemu exited $rc after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
+  if [ "$done_seen" -ne 1 ]; then
+    tap "not ok" "vm $variant: the guest did not finish (qemu status $rc, $got results); serial log tail:"
+    tail -n 40 "$serial" | sed 's/^/#   /'
+    cat "$WORK/qemu-$variant.out" | sed 's/^/#   qemu: /'
+  fi
+}
+
+log "kernel $VMLINUZ; modules: ${MOD_ORDER[*]}"
+for v in $variants; do boot "$v"; done
+echo "1..$TESTNO"
