@@ -15,6 +15,8 @@
  *   hostile MARKER fds
  *       CVE-2024-21626: list this process's open fds (other than the listing's own) with their
  *       targets, and the cwd.
+ *   hostile MARKER ids          print the real/effective/saved uid (setuid + no_new_privs test)
+ *   hostile MARKER mkdir PATH   mkdir(2) and print the errno (seccomp tests)
  *
  * Every mode first checks that /MARKER exists and that MARKER looks like a test marker
  * (".codemode-hostile-test-*"): only a test bundle's rootfs has it, so if a runtime bug ran this
@@ -218,6 +220,20 @@ int main(int argc, char **argv) {
     return swap(argv[3], argv[4], argv[5], atof(argv[6]));
   if (strcmp(mode, "fds") == 0)
     return list_fds();
+  if (strcmp(mode, "ids") == 0) {
+    uid_t r, e, saved;
+    getresuid(&r, &e, &saved);
+    printf("ruid=%u euid=%u suid=%u\n", r, e, saved);
+    return 0;
+  }
+  if (strcmp(mode, "mkdir") == 0 && argc == 4) {
+    if (mkdir(argv[3], 0755) < 0) {
+      printf("mkdir: errno %d (%s)\n", errno, strerror(errno));
+      return 1;
+    }
+    printf("mkdir: ok\n");
+    return 0;
+  }
   fprintf(stderr, "hostile: bad mode or arguments\n");
   return 2;
 }
