@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/log.h"
 
 static const char help[] =
     "usage: codemode exec [options] ID [COMMAND [ARG...]]\n"
@@ -68,6 +69,24 @@ static int parse_user(const char *s, struct exec_options *o) {
   o->has_gid = colon != NULL;
   free(copy);
   return r;
+}
+
+/* The policy/ side of exec's hardening hook: the profile recorded at create (or a stricter
+ * --profile) tightens the process as it tightened init's. */
+struct exec_policy {
+  const char *requested;
+  struct policy_result result;
+};
+
+static int exec_harden(void *arg, const char *recorded, struct spec_process *p, const struct spec_seccomp **stacked,
+                       struct cm_error **err) {
+  struct exec_policy *ep = arg;
+  if (policy_apply_exec(ep->requested, recorded, p, &ep->result, err) < 0)
+    return -1;
+  for (size_t i = 0; i < ep->result.report.count; i++)
+    cm_debug("exec: profile %s: %s", policy_profile_name(ep->result.profile), ep->result.report.lines[i]);
+  *stacked = ep->result.stacked_seccomp.present ? &ep->result.stacked_seccomp : NULL;
+  return 0;
 }
 
 int cmd_exec(struct cli_globals *g, int argc, char **argv) {
@@ -176,12 +195,16 @@ int cmd_exec(struct cli_globals *g, int argc, char **argv) {
   o.n_caps = caps.count;
   o.additional_gids = gids;
   o.n_additional_gids = n_gids;
+  struct exec_policy policy = {.requested = g->profile};
+  o.harden = exec_harden;
+  o.harden_arg = &policy;
   struct cm_error *err = NULL;
   int exit_status = 0;
   if (runtime_exec(&g->ctx, &o, &exit_status, &err) < 0)
     status = cli_fail(err);
   else
     status = exit_status;
+  policy_result_free(&policy.result);
 out:
   free(env.items);
   free(caps.items);

@@ -31,6 +31,9 @@
 #include "util/log.h"
 #include "util/sync.h"
 
+/* policy/'s POLICY_PROFILE_ANNOTATION: runtime/ does not include policy/. */
+#define EXEC_PROFILE_ANNOTATION "run.codemode.profile"
+
 static char *xstrdup(const char *s) {
   char *d = strdup(s);
   if (d == NULL)
@@ -278,8 +281,9 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
     return -1;
   struct spec *s = NULL;
   struct spec_process *loaded = NULL;
-  struct seccomp_program seccomp = {0};
-  bool has_seccomp = false;
+  struct seccomp_program seccomp = {0}, seccomp_stacked = {0};
+  const struct spec_seccomp *stacked_spec = NULL;
+  bool has_seccomp = false, has_stacked = false;
   int pidfd = -1, child_sock = -1;
   int rc = -1;
 
@@ -326,6 +330,25 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
       goto out;
     has_seccomp = true;
   }
+  /* The kept config.json is the caller's, from before the profile tightened it: the profile
+   * recorded in the state decides what this process may have, so an exec into a hardened
+   * container gets no capability, filter or limit its init did not. */
+  const char *recorded = spec_kv_get(&c.st.annotations, EXEC_PROFILE_ANNOTATION);
+  if (recorded && o->harden == NULL) {
+    cm_error_set(err, EPERM, "container \"%s\" runs under profile %s: exec refused without it", o->id, recorded);
+    goto out;
+  }
+  if (o->harden) {
+    if (o->harden(o->harden_arg, recorded, s->process, &stacked_spec, err) < 0)
+      goto out;
+    if (stacked_spec && stacked_spec->present) {
+      if (seccomp_compile(stacked_spec, &seccomp_stacked, err) < 0) {
+        cm_error_prefix(err, "policy profile");
+        goto out;
+      }
+      has_stacked = true;
+    }
+  }
 
   /* The pidfd first, then the start-time check: the fd then names the init we verified. */
   pidfd = (int)pidfd_open(c.st.pid, 0);
@@ -364,6 +387,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
         .ns_flags = ns_flags,
         .preserve_fds = o->preserve_fds,
         .seccomp = has_seccomp ? &seccomp : NULL,
+        .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
     };
     exec_stage1(&cc);
   }
@@ -387,6 +411,8 @@ out:
     close(pidfd);
   if (has_seccomp)
     seccomp_program_free(&seccomp);
+  if (has_stacked)
+    seccomp_program_free(&seccomp_stacked);
   spec_process_free(loaded);
   spec_free(s);
   container_close(&c);

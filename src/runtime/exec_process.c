@@ -107,6 +107,8 @@ static void exec_child(const struct exec_child_config *c) {
 
   /* The container's filter, in the same order as its init: without no_new_privs it must be
    * loaded while CAP_SYS_ADMIN is still held. */
+  if (c->seccomp_stacked && !p->no_new_privileges && seccomp_program_load(c->seccomp_stacked, &err) < 0)
+    fail(sync_fd, err);
   if (c->seccomp && !p->no_new_privileges) {
     int listener = seccomp_program_load(c->seccomp, &err);
     if (listener < 0)
@@ -124,6 +126,8 @@ static void exec_child(const struct exec_child_config *c) {
   if (fds_verify_cwd_inside_root(&err) < 0)
     fail(sync_fd, err);
   if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
+    fail(sync_fd, err);
+  if (c->seccomp_stacked && p->no_new_privileges && seccomp_program_load(c->seccomp_stacked, &err) < 0)
     fail(sync_fd, err);
   if (c->seccomp && p->no_new_privileges) {
     int listener = seccomp_program_load(c->seccomp, &err);

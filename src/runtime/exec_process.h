@@ -20,6 +20,8 @@ struct exec_child_config {
   int ns_flags;  /* CLONE_NEW* of the namespaces that differ from ours */
   int preserve_fds;
   const struct seccomp_program *seccomp; /* NULL: none */
+  /* A policy profile's filter, loaded just before `seccomp` as in init; NULL: none. */
+  const struct seccomp_program *seccomp_stacked;
 };
 
 /* Never returns. */

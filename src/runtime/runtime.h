@@ -75,6 +75,14 @@ struct exec_options {
   const char *pid_file;
   const char *console_socket;
   int preserve_fds;
+  /* Policy hardening (cli/ passes policy/'s): called under the container's lock with the profile
+   * recorded in its state (the run.codemode.profile annotation; NULL: none); tightens p in place
+   * and may point *stacked at a filter (owned by arg, kept until runtime_exec returns) to stack
+   * on the container's own. A container with a recorded profile and no hook is refused: an exec
+   * must never get more than init got. */
+  int (*harden)(void *arg, const char *recorded_profile, struct spec_process *p,
+                const struct spec_seccomp **stacked, struct cm_error **err);
+  void *harden_arg;
 };
 /* Without detach: waits for the process, forwarding signals (and proxying its terminal when it
  * has one and no console socket was given); *exit_status is its code or 128+signal. With
