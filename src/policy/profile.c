@@ -95,6 +95,33 @@ int policy_apply(struct spec *s, enum policy_profile p, const char *bundle, stru
   return 0;
 }
 
+int policy_apply_exec(const char *requested, const char *recorded, struct spec_process *p,
+                      struct policy_result *out, struct cm_error **err) {
+  memset(out, 0, sizeof(*out));
+  enum policy_profile asked = POLICY_PROFILE_DEFAULT, at_create = POLICY_PROFILE_DEFAULT;
+  if (requested && policy_profile_from_name(requested, &asked, err) < 0)
+    return cm_error_prefix(err, "--profile");
+  /* An unknown recorded name is refused rather than read as "default": the state says the
+   * container was hardened, and guessing less would let exec loosen it. */
+  if (recorded && policy_profile_from_name(recorded, &at_create, err) < 0)
+    return cm_error_prefix(err, "state: annotations[\"%s\"]", POLICY_PROFILE_ANNOTATION);
+  out->profile = asked > at_create ? asked : at_create;
+  if (out->profile == POLICY_PROFILE_DEFAULT)
+    return 0;
+  /* The same process rules and the same stacked filter as init: exec'd code is as untrusted as
+   * the server itself (an exec must not be a way around the profile). */
+  policy_mcp_tighten_process(p, &out->report);
+  if (policy_mcp_load_seccomp(out->profile == POLICY_PROFILE_MCP_AUDIT, p->capabilities.bounding,
+                              &out->stacked_seccomp, err) < 0) {
+    cm_error_prefix(err, "profile %s", policy_profile_name(out->profile));
+    policy_result_free(out);
+    return -1;
+  }
+  policy_report_add(&out->report, "seccomp: %s.json stacked on top of the container's filter",
+                    policy_profile_name(out->profile));
+  return 0;
+}
+
 void policy_result_free(struct policy_result *r) {
   if (r == NULL)
     return;

@@ -51,6 +51,14 @@ int policy_apply(struct spec *s, enum policy_profile p, const char *bundle, stru
                  struct cm_error **err);
 void policy_result_free(struct policy_result *r);
 
+/* exec: a process started later in a container gets no more than its init got. `recorded` is
+ * the profile recorded at create (the run.codemode.profile annotation of the container's state;
+ * NULL: none), `requested` the exec command's --profile (NULL: none); the stricter applies.
+ * Tightens p in place like the profile tightened init's process; out->stacked_seccomp is the
+ * filter to stack on the container's own. */
+int policy_apply_exec(const char *requested, const char *recorded, struct spec_process *p,
+                      struct policy_result *out, struct cm_error **err);
+
 /* Report helpers (used by the rule files). */
 void policy_report_add(struct policy_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

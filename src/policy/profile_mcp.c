@@ -396,11 +396,15 @@ static void tighten_resources(struct spec_resources *res, struct policy_report *
 
 /* --- seccomp -------------------------------------------------------------------------------- */
 
+int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *out, struct cm_error **err) {
+  /* Resolved for the capabilities the process ends up with (none), on this machine. */
+  struct seccomp_profile_target target = {.capabilities = bounding};
+  return seccomp_profile_load(audit ? "mcp-audit" : "mcp", &target, out, err);
+}
+
 static int stack_seccomp(const struct spec *s, bool audit, struct policy_result *out, struct cm_error **err) {
   const char *name = audit ? "mcp-audit" : "mcp";
-  /* Resolved for the capabilities the container ends up with (none), on this machine. */
-  struct seccomp_profile_target target = {.capabilities = s->process->capabilities.bounding};
-  if (seccomp_profile_load(name, &target, &out->stacked_seccomp, err) < 0)
+  if (policy_mcp_load_seccomp(audit, s->process->capabilities.bounding, &out->stacked_seccomp, err) < 0)
     return -1;
   /* Stacked, not merged: the kernel runs both filters and the stricter answer wins, so nothing
    * in the caller's filter can weaken this one (and nothing here weakens the caller's). */
@@ -411,6 +415,13 @@ static int stack_seccomp(const struct spec *s, bool audit, struct policy_result 
   return 0;
 }
 
+void policy_mcp_tighten_process(struct spec_process *p, struct policy_report *r) {
+  tighten_process(p, r);
+  tighten_rlimit(p, RLIMIT_NOFILE, "RLIMIT_NOFILE", MCP_NOFILE_SOFT, MCP_NOFILE_HARD, r);
+  /* A core dump would write the server's memory (and whatever secrets it read) to the host. */
+  tighten_rlimit(p, RLIMIT_CORE, "RLIMIT_CORE", 0, 0, r);
+}
+
 int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct policy_result *out,
                      struct cm_error **err) {
   struct policy_report *r = &out->report;
@@ -419,10 +430,7 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
   if (tighten_namespaces(s, r, err) < 0 || tighten_mounts(s, bundle, r, err) < 0)
     return -1;
   s->has_linux = true;
-  tighten_process(s->process, r);
-  tighten_rlimit(s->process, RLIMIT_NOFILE, "RLIMIT_NOFILE", MCP_NOFILE_SOFT, MCP_NOFILE_HARD, r);
-  /* A core dump would write the server's memory (and whatever secrets it read) to the host. */
-  tighten_rlimit(s->process, RLIMIT_CORE, "RLIMIT_CORE", 0, 0, r);
+  policy_mcp_tighten_process(s->process, r);
   add_paths(&s->linux_.masked_paths, mcp_masked_paths, sizeof(mcp_masked_paths) / sizeof(mcp_masked_paths[0]),
             "maskedPaths", r);
   add_paths(&s->linux_.readonly_paths, mcp_readonly_paths,

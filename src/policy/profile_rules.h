@@ -3,12 +3,19 @@
 #define CM_POLICY_PROFILE_RULES_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "policy/profile.h"
 
 /* mcp and mcp-audit (audit: the stacked seccomp profile logs instead of denying). */
 int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct policy_result *out,
                      struct cm_error **err);
+
+/* The process part of mcp (no_new_privs, no capabilities, oomScoreAdj, RLIMIT_NOFILE/CORE):
+ * shared by create and exec. */
+void policy_mcp_tighten_process(struct spec_process *p, struct policy_report *r);
+/* mcp.json (mcp-audit.json when audit) resolved for a bounding set and this machine. */
+int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *out, struct cm_error **err);
 
 /* Refuse a bind mount whose host source is sensitive (bind_policy.c). `source` as written in
  * the config; `bundle` resolves a relative one. */
