@@ -78,8 +78,8 @@ struct exec_policy {
   struct policy_result result;
 };
 
-static int exec_harden(void *arg, const char *recorded, struct spec_process *p, const struct spec_seccomp **stacked,
-                       struct cm_error **err) {
+static int exec_harden(void *arg, const char *recorded, struct spec_process *p,
+                       const struct spec_seccomp **stacked, struct cm_error **err) {
   struct exec_policy *ep = arg;
   if (policy_apply_exec(ep->requested, recorded, p, &ep->result, err) < 0)
     return -1;

@@ -335,7 +335,8 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
    * container gets no capability, filter or limit its init did not. */
   const char *recorded = spec_kv_get(&c.st.annotations, EXEC_PROFILE_ANNOTATION);
   if (recorded && o->harden == NULL) {
-    cm_error_set(err, EPERM, "container \"%s\" runs under profile %s: exec refused without it", o->id, recorded);
+    cm_error_set(err, EPERM, "container \"%s\" runs under profile %s: exec refused without it", o->id,
+                 recorded);
     goto out;
   }
   if (o->harden) {
