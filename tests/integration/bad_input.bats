@@ -553,7 +553,7 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
 @test "bad input: --pid-file in a directory that does not exist" {
   set_args sleep 1000
   run_cm create --bundle "$BUNDLE" --pid-file "$TEST_DIR/no-such-dir/pid" "$CID"
-  fails_with 'no-such-dir/pid' 'No such file'
+  fails_with '--pid-file' 'no-such-dir' 'No such file'
 }
 
 @test "bad input: relative cwd through run" {
