@@ -29,6 +29,8 @@ sec_setup_file() {
   export CM_EXE_SHA
   export HOSTILE_BIN=$BATS_FILE_TMPDIR/hostile
   cc -static -O2 -Wall -Wextra -Werror -o "$HOSTILE_BIN" "$SEC_DIR/helpers/hostile.c"
+  export SECCOMP_LISTENER=$BATS_FILE_TMPDIR/seccomp-listener
+  cc -O2 -Wall -Wextra -Werror -o "$SECCOMP_LISTENER" "$SEC_DIR/helpers/seccomp-listener.c"
 }
 
 sec_setup() {
