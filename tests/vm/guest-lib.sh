@@ -48,9 +48,13 @@ bundle() {
   local name=$1 dir=$BUNDLES/$1
   shift
   mkdir -p "$dir"
-  jq --arg root "$TEMPLATE/rootfs" --arg cg "/cmvm/$name" --args \
-    '.root.path = $root | .linux.cgroupsPath = $cg | .process.args = $ARGS.positional | .process.terminal = false' \
-    "$@" <"$TEMPLATE/config.json" >"$dir/config.json"
+  # The args as a JSON array, one per line (none has a newline): given to jq as positional
+  # arguments, a "-c" would be taken as jq's own option.
+  local args
+  args=$(printf '%s\n' "$@" | jq -R . | jq -sc .)
+  jq --arg root "$TEMPLATE/rootfs" --arg cg "/cmvm/$name" --argjson args "$args" \
+    '.root.path = $root | .linux.cgroupsPath = $cg | .process.args = $args | .process.terminal = false' \
+    "$TEMPLATE/config.json" >"$dir/config.json"
   echo "$dir"
 }
 
