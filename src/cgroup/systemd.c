@@ -93,8 +93,10 @@ int cg_systemd_parse_path(const char *id, const char *cgroups_path, char **slice
                         cgroups_path, id);
   *first = *second = '\0';
   const char *s = copy[0] ? copy : "system.slice", *prefix = first + 1, *name = second + 1;
-  if (!valid_unit_chars(s) || !ends_with(s, ".slice") || strstr(s, "--") != NULL || s[0] == '-' ||
-      (strcmp(s, "-.slice") != 0 && s[strlen(s) - strlen(".slice") - 1] == '-'))
+  /* Slice names nest by '-' ("a-b.slice" is in "a.slice"): no empty part, except the root "-.slice". */
+  bool root_slice = strcmp(s, "-.slice") == 0;
+  if (!valid_unit_chars(s) || !ends_with(s, ".slice") || strlen(s) == strlen(".slice") ||
+      (!root_slice && (strstr(s, "--") != NULL || s[0] == '-' || s[strlen(s) - strlen(".slice") - 1] == '-')))
     return cm_error_set(err, EINVAL, "linux.cgroupsPath: \"%s\": \"%s\" is not a valid slice name", cgroups_path, s);
   if (ends_with(name, ".slice"))
     return cm_error_set(err, ENOTSUP, "linux.cgroupsPath: \"%s\": a slice as the container's unit is not supported",
