@@ -16,6 +16,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 
 SANITIZE  ?=
+comma     := ,
 WERROR    ?= -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra $(WERROR) -Wno-unused-parameter -fno-strict-aliasing \
@@ -27,7 +28,13 @@ CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS   += -fsanitize=$(SANITIZE)
 endif
 
+# A sanitizer build gets its own tree: objects do not depend on CFLAGS, so sharing build/ would
+# mix instrumented and plain objects.
+ifeq ($(SANITIZE),)
 B := build
+else
+B := build/san-$(subst $(comma),-,$(SANITIZE))
+endif
 LIB_SRCS  := $(sort $(wildcard src/util/*.c src/spec/*.c src/policy/*.c src/linux/*.c src/cgroup/*.c src/runtime/*.c))
 CLI_SRCS  := $(sort $(filter-out src/cli/run_standalone.c,$(wildcard src/cli/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)

@@ -35,13 +35,13 @@ static int sysctl_key_forms(const char *key, char **slash_form, char **dot_form,
   bool slashes = strchr(key, '/') != NULL;
   char sep = slashes ? '/' : '.';
   if (*key == '\0')
-    return cm_error_set(err, 0, "linux.sysctl: empty key");
+    return cm_error_set(err, 0, "config.json: .linux.sysctl: empty key");
   const char *p = key;
   for (;;) {
     const char *end = strchr(p, sep);
     size_t len = end ? (size_t)(end - p) : strlen(p);
     if (len == 0 || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-      return cm_error_set(err, 0, "linux.sysctl: \"%s\" is not a valid key", key);
+      return cm_error_set(err, 0, "config.json: .linux.sysctl: \"%s\" is not a valid key", key);
     if (end == NULL)
       break;
     p = end + 1;
@@ -104,11 +104,11 @@ static int validate_key(const struct spec *s, const char *key, struct cm_error *
     proc_name = "uts";
   } else {
     /* Everything else (kernel.*, vm.*, fs.* …) is global: writing it would change the host. */
-    return cm_error_set(err, 0, "linux.sysctl: \"%s\" is not namespaced and would change the host; refused",
+    return cm_error_set(err, 0, "config.json: .linux.sysctl: \"%s\" is not namespaced and would change the host; refused",
                         key);
   }
   if (!has_own_namespace(s, needed, proc_name))
-    return cm_error_set(err, 0, "linux.sysctl: \"%s\" needs a new %s namespace", key, what);
+    return cm_error_set(err, 0, "config.json: .linux.sysctl: \"%s\" needs a new %s namespace", key, what);
   return 0;
 }
 

@@ -44,6 +44,8 @@ static int validate_for_create(const struct spec *s, const struct create_options
     return cm_error_set(err, 0, "config.json: .hostname: needs a new uts namespace");
   if (ns_new(s, SPEC_NS_USER) && (s->linux_.n_uid_mappings == 0 || s->linux_.n_gid_mappings == 0))
     return cm_error_set(err, 0, "config.json: .linux.uidMappings: a new user namespace needs uid and gid mappings");
+  if (!s->linux_.namespaces[SPEC_NS_USER].present && (s->linux_.n_uid_mappings || s->linux_.n_gid_mappings))
+    return cm_error_set(err, 0, "config.json: .linux.uidMappings: mappings need a user namespace in .linux.namespaces");
   if ((s->linux_.time_monotonic.present || s->linux_.time_boottime.present) && !ns_new(s, SPEC_NS_TIME))
     return cm_error_set(err, 0, "config.json: .linux.timeOffsets: needs a new time namespace");
   if (s->linux_.sysctl.count && sysctl_validate(s, err) < 0)
