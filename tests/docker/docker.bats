@@ -47,6 +47,7 @@ setup() {
 teardown() {
   local ids
   ids=$(docker ps -aq --filter "name=$CASE_TAG" 2>/dev/null)
+  # shellcheck disable=SC2086 # one word per id
   [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
   rm -rf "$HOST_DIR"
 }
@@ -360,7 +361,7 @@ case_ipc_pid() {
   local n
   n=$(cname share "$1")
   dk run -d --name "$n" --network none --runtime="$1" $IMG sleep 1000 >/dev/null
-  local ipc pid
+  local ipc
   ipc=$(dk exec "$n" readlink /proc/self/ns/ipc)
   drun "$1" --network none --ipc "container:$n" $IMG sh -c "[ \$(readlink /proc/self/ns/ipc) = '$ipc' ] && echo same-ipc"
   drun "$1" --network none --ipc host $IMG sh -c "[ \$(readlink /proc/self/ns/ipc) = '$(readlink /proc/self/ns/ipc)' ] && echo host-ipc"

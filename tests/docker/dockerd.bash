@@ -68,6 +68,7 @@ dockerd_stop() {
   if docker version >/dev/null 2>&1; then
     local ids
     ids=$(docker ps -aq 2>/dev/null)
+    # shellcheck disable=SC2086 # one word per id
     [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
   fi
   local pid
