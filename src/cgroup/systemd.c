@@ -21,29 +21,29 @@
 /* libsystemd (and the five libraries it pulls in: gcrypt, lzma, zstd, lz4, gpg-error) is loaded
  * only when the systemd driver talks to the bus: linked at build time, the dynamic loader mapped
  * it on every start of every command, about 1.1 ms of CPU and 90 page faults each (issue 7). */
-#define SD_BUS_FUNCTIONS \
-  X(sd_bus_call) \
-  X(sd_bus_call_method) \
-  X(sd_bus_error_free) \
-  X(sd_bus_error_get_errno) \
-  X(sd_bus_error_has_name) \
-  X(sd_bus_error_is_set) \
-  X(sd_bus_flush_close_unref) \
-  X(sd_bus_match_signal) \
-  X(sd_bus_message_append) \
-  X(sd_bus_message_append_array) \
-  X(sd_bus_message_close_container) \
-  X(sd_bus_message_new_method_call) \
-  X(sd_bus_message_open_container) \
-  X(sd_bus_message_read) \
-  X(sd_bus_message_unref) \
-  X(sd_bus_new) \
-  X(sd_bus_open_system) \
-  X(sd_bus_process) \
-  X(sd_bus_set_address) \
-  X(sd_bus_slot_unref) \
-  X(sd_bus_start) \
-  X(sd_bus_unref) \
+#define SD_BUS_FUNCTIONS                                                                                     \
+  X(sd_bus_call)                                                                                             \
+  X(sd_bus_call_method)                                                                                      \
+  X(sd_bus_error_free)                                                                                       \
+  X(sd_bus_error_get_errno)                                                                                  \
+  X(sd_bus_error_has_name)                                                                                   \
+  X(sd_bus_error_is_set)                                                                                     \
+  X(sd_bus_flush_close_unref)                                                                                \
+  X(sd_bus_match_signal)                                                                                     \
+  X(sd_bus_message_append)                                                                                   \
+  X(sd_bus_message_append_array)                                                                             \
+  X(sd_bus_message_close_container)                                                                          \
+  X(sd_bus_message_new_method_call)                                                                          \
+  X(sd_bus_message_open_container)                                                                           \
+  X(sd_bus_message_read)                                                                                     \
+  X(sd_bus_message_unref)                                                                                    \
+  X(sd_bus_new)                                                                                              \
+  X(sd_bus_open_system)                                                                                      \
+  X(sd_bus_process)                                                                                          \
+  X(sd_bus_set_address)                                                                                      \
+  X(sd_bus_slot_unref)                                                                                       \
+  X(sd_bus_start)                                                                                            \
+  X(sd_bus_unref)                                                                                            \
   X(sd_bus_wait)
 
 static struct {
@@ -59,10 +59,10 @@ static int sd_api_load(struct cm_error **err) {
   void *h = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
   if (h == NULL)
     return cm_error_set(err, 0, "systemd cgroup driver: load libsystemd.so.0: %s", dlerror());
-#define X(name)                                                                                     \
-  if ((sd_api.name = (typeof(name) *)dlsym(h, #name)) == NULL) {                                   \
-    dlclose(h);                                                                                     \
-    return cm_error_set(err, 0, "systemd cgroup driver: libsystemd.so.0 has no %s", #name);         \
+#define X(name)                                                                                              \
+  if ((sd_api.name = (typeof(name) *)dlsym(h, #name)) == NULL) {                                             \
+    dlclose(h);                                                                                              \
+    return cm_error_set(err, 0, "systemd cgroup driver: libsystemd.so.0 has no %s", #name);                  \
   }
   SD_BUS_FUNCTIONS
 #undef X
@@ -174,9 +174,11 @@ int cg_systemd_parse_path(const char *id, const char *cgroups_path, char **slice
   bool root_slice = strcmp(s, "-.slice") == 0;
   if (!valid_unit_chars(s) || !ends_with(s, ".slice") || strlen(s) == strlen(".slice") ||
       (!root_slice && (strstr(s, "--") != NULL || s[0] == '-' || s[strlen(s) - strlen(".slice") - 1] == '-')))
-    return cm_error_set(err, EINVAL, "linux.cgroupsPath: \"%s\": \"%s\" is not a valid slice name", cgroups_path, s);
+    return cm_error_set(err, EINVAL, "linux.cgroupsPath: \"%s\": \"%s\" is not a valid slice name",
+                        cgroups_path, s);
   if (ends_with(name, ".slice"))
-    return cm_error_set(err, ENOTSUP, "linux.cgroupsPath: \"%s\": a slice as the container's unit is not supported",
+    return cm_error_set(err, ENOTSUP,
+                        "linux.cgroupsPath: \"%s\": a slice as the container's unit is not supported",
                         cgroups_path);
   char *u = NULL;
   if (ends_with(name, ".scope"))
@@ -302,7 +304,8 @@ static int append_resources(sd_bus_message *m, const struct spec_resources *r) {
   if (mem->limit.set && mem->limit.value != 0)
     rc = append_u64(m, "MemoryMax", mem->limit.value < 0 ? SD_INFINITY : (uint64_t)mem->limit.value);
   if (rc >= 0 && mem->reservation.set)
-    rc = append_u64(m, "MemoryLow", mem->reservation.value < 0 ? SD_INFINITY : (uint64_t)mem->reservation.value);
+    rc = append_u64(m, "MemoryLow",
+                    mem->reservation.value < 0 ? SD_INFINITY : (uint64_t)mem->reservation.value);
   if (rc >= 0 && mem->swap.set && mem->swap.value != 0) {
     /* OCI swap is memory+swap; MemorySwapMax is swap alone. */
     if (mem->swap.value < 0)
@@ -389,8 +392,8 @@ static uint64_t now_usec(void) {
 }
 
 /* Wait until systemd reports the job removed; its result ("done" is success) in w->result. */
-static int job_wait_finish(sd_bus *bus, struct job_wait *w, const char *job, const char *what, const char *unit,
-                           struct cm_error **err) {
+static int job_wait_finish(sd_bus *bus, struct job_wait *w, const char *job, const char *what,
+                           const char *unit, struct cm_error **err) {
   if ((w->job = strdup(job)) == NULL)
     abort();
   for (size_t i = 0; i < w->n_seen && w->result == NULL; i++)
@@ -448,8 +451,8 @@ int cg_systemd_start_scope(const char *slice, const char *unit, const char *desc
   if (q >= 0)
     q = sd_bus_message_open_container(m, 'a', "(sv)");
   if (q >= 0)
-    q = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)", "Description", "s", description, "Slice", "s", slice, "PIDs",
-                              "au", 1, (uint32_t)pid, "Delegate", "b", 1);
+    q = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)", "Description", "s", description, "Slice", "s", slice,
+                              "PIDs", "au", 1, (uint32_t)pid, "Delegate", "b", 1);
   /* Like runc: no implicit ordering against shutdown.target etc.; the runtime decides when the
    * container stops. */
   if (q >= 0)
@@ -532,7 +535,8 @@ int cg_systemd_stop_scope(const char *unit, struct cm_error **err) {
   int rc = -1;
   if (watch_jobs(bus, &slot, &w, err) < 0)
     goto out;
-  int q = sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit", &e, &reply, "ss", unit, "replace");
+  int q =
+      sd_bus_call_method(bus, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit", &e, &reply, "ss", unit, "replace");
   if (q < 0) {
     /* A scope whose processes all exited is gone already: nothing to stop. */
     if (sd_bus_error_has_name(&e, "org.freedesktop.systemd1.NoSuchUnit"))
