@@ -151,7 +151,7 @@ load ../lib/helpers
 @test "maskedPaths hide and readonlyPaths protect" {
   # /proc/kcore does not exist on every kernel; /proc/timer_list and /proc/sched_debug are masked
   # files too. Whichever exists must read as empty.
-  set_args sh -c 'for f in /proc/kcore /proc/timer_list /proc/sched_debug /proc/keys; do [ -e $f ] && wc -c <$f; done; echo 1 >/proc/sys/kernel/domainname 2>/dev/null && echo wrote || echo ro'
+  set_args sh -c 'for f in /proc/kcore /proc/timer_list /proc/sched_debug /proc/keys; do [ -e $f ] && wc -c <$f; done; { echo 1 >/proc/sys/kernel/domainname; } 2>/dev/null && echo wrote || echo ro'
   run cm run -b "$BUNDLE" "$CID"
   [ "$status" -eq 0 ]
   [ "${#lines[@]}" -ge 2 ]

@@ -122,7 +122,7 @@ load ../lib/helpers
   done
 }
 
-@test "kill accepts signal names in lower case and TERM/SIGTERM" {
+@test "kill accepts other signals by SIG-prefixed name (SIGUSR1)" {
   set_args sh -c 'trap "exit 0" TERM USR1; while :; do sleep 0.1; done'
   run_cm create --bundle "$BUNDLE" "$CID"
   cm start "$CID"

@@ -121,8 +121,9 @@ load ../lib/helpers
   set_args grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status
   run cm run -b "$BUNDLE" "$CID"
   [ "$status" -eq 0 ]
-  # CAP_CHOWN = bit 0, CAP_NET_RAW = bit 13.
-  [[ "$output" == *$'CapEff:\t0000000000000001'* ]]
+  # CAP_CHOWN = bit 0, CAP_NET_RAW = bit 13. For uid 0 execve() raises effective to permitted
+  # (no SECBIT_NOROOT), as with runc.
+  [[ "$output" == *$'CapEff:\t0000000000002001'* ]]
   [[ "$output" == *$'CapPrm:\t0000000000002001'* ]]
   [[ "$output" == *$'CapBnd:\t0000000000002001'* ]]
   [[ "$output" == *$'CapInh:\t0000000000000000'* ]]
