@@ -7,6 +7,13 @@
 #   2 the MCP client is SIGKILLed: codemode-run (PR_SET_PDEATHSIG) stops and deletes the container
 #   3 codemode-run itself is SIGKILLed: its watcher deletes the container
 #   4 `codemode-run --explain` shows what the profile changed
+#   5 the same conversation with the server under `docker run -i --rm --runtime=codemode-mcp` (a
+#     private dockerd, tests/docker/dockerd.bash, with codemode registered with runtimeArgs
+#     ["--profile=mcp"]); nothing left in `docker ps -a` afterwards
+#   6 `docker exec --privileged` into that server gets no more than its init: no capabilities,
+#     no_new_privs, the same seccomp filters
+#   7 the Docker client is SIGKILLed: the container goes (stdin EOF → server exits → --rm)
+# Cases 5-7 are skipped (TAP "# skip") when dockerd/containerd are not installed.
 # npm packages are cached in tests/mcp/.work (node_modules + npm cache), installed on first use.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,6 +44,7 @@ data=$work/data
 id=cm-test-mcp-$$
 cleanup() {
   local d
+  if [ -n "${DK_DIR:-}" ]; then dockerd_stop >&2; fi
   for d in "$state"/*/; do [ -d "$d" ] && "$CODEMODE" --root "$state" delete --force "$(basename "$d")" 2>/dev/null; done
   rm -rf --one-file-system "$work"
 }
@@ -46,7 +54,7 @@ n=0 failed=0
 pass() { n=$((n + 1)); echo "ok $n $1"; }
 fail() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n $1"; shift; for l in "$@"; do echo "# $l"; done; }
 
-echo "1..4"
+echo "1..7"
 mkdir -p "$data"
 echo "hello from the host" >"$data/hello.txt"
 "$here/make-node-bundle.sh" "$work/bundle" "$cache/node_modules" >&2 || { echo "Bail out! bundle build failed"; exit 1; }
@@ -127,5 +135,99 @@ if grep -q "^profile: mcp" <<<"$out" && grep -q "seccomp: mcp.json stacked" <<<"
   pass "codemode-run --explain lists the profile's changes"
 else
   fail "codemode-run --explain" "${out//$'\n'/ | }"
+fi
+# 5-7: Docker. codemode is registered as "codemode-args" with runtimeArgs ["--profile=mcp"]: the
+# shim passes them to every codemode call (create, start, exec, delete…).
+docker_cases() {
+  local why=$1 i
+  for i in 5 6 7; do n=$((n + 1)); echo "ok $n # skip Docker case $i: $why"; done
+}
+# The server's image: the same node closure + node_modules rootfs, imported.
+image=cm-mcp-node
+server_js=/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
+if ! command -v dockerd >/dev/null || ! command -v containerd >/dev/null || ! command -v docker >/dev/null; then
+  docker_cases "dockerd/containerd/docker not installed (tests/docker/deps.sh installs them)"
+else
+  export CM_REPO=$repo
+  # shellcheck source=tests/docker/dockerd.bash
+  . "$repo/tests/docker/dockerd.bash"
+  DK_RUNTIME_ARGS='["--profile=mcp"]'
+  # A short path: containerd's sockets live under the exec root (108-byte limit).
+  if ! dockerd_start "$(mktemp -d /tmp/cm-mcpdk.XXXXXX)" >&2; then
+    docker_cases "the private dockerd did not start"
+  elif ! tar -C "$work/bundle/rootfs" -c . | dk import -c 'ENV PATH=/usr/bin:/bin' - "$image" >/dev/null; then
+    docker_cases "docker import of the node bundle failed"
+  else
+    # The MCP client's server command, as an mcpServers entry would have it. -H: the SDK passes
+    # only a default environment (no DOCKER_HOST) to the server command.
+    docker_cmd() {
+      echo docker -H "$DOCKER_HOST" run -i --rm --runtime=codemode-args --network none --name "$1" \
+        -e "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN" -v "$data:/data:ro" "$image" /usr/bin/node "$server_js" /data
+    }
+    # docker_gone NAME: no container by that name, no `docker run` client for it, no process with
+    # the token (waits up to 30 s: --rm happens after the container exits).
+    docker_gone() {
+      local tries=150 left p
+      while [ $tries -gt 0 ]; do
+        left=""
+        [ -n "$(docker ps -aq --filter "name=$1" 2>/dev/null)" ] && left="container $1 (docker ps -a)"
+        pgrep -f -- "--name $1 " >/dev/null && left="$left docker-run-client"
+        for p in /proc/[0-9]*; do
+          if tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN"; then
+            left="$left process ${p#/proc/}"
+          fi
+        done
+        [ -z "$left" ] && return 0
+        sleep 0.2
+        tries=$((tries - 1))
+      done
+      echo "$left"
+      return 1
+    }
+
+    # 5: the conversation.
+    name=cm-mcp-$$-5
+    # shellcheck disable=SC2046
+    out=$(cd "$work" && timeout 180 node client.mjs CHECKS $(docker_cmd "$name") 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && left=$(docker_gone "$name"); then
+      pass "MCP client <-> filesystem server in docker run -i --rm --runtime=codemode (runtimeArgs --profile=mcp)"
+    else
+      fail "Docker: MCP client <-> server conversation (rc=$rc)" "${out//$'\n'/ | }" "${left:-}"
+    fi
+
+    # 6 and 7: a client that hangs after initialize; exec into its server, then kill the client.
+    name=cm-mcp-$$-7
+    log=$work/docker-hang.log
+    # shellcheck disable=SC2046
+    (cd "$work" && exec timeout 120 node client.mjs HANG $(docker_cmd "$name")) >"$log" 2>&1 &
+    client=$!
+    for _ in $(seq 150); do grep -q READY "$log" && break; sleep 0.2; done
+    status_js='const s = require("fs").readFileSync(process.argv[1], "utf8");
+      console.log(s.split("\n").filter((l) => /^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs|Seccomp_filters):/.test(l)).join(" ").replace(/:\s+/g, ": "));'
+    if grep -q READY "$log"; then
+      init=$(dk exec "$name" /usr/bin/node -e "$status_js" /proc/1/status 2>&1)
+      execd=$(dk exec --privileged "$name" /usr/bin/node -e "$status_js" /proc/self/status 2>&1)
+      if [[ "$execd" == *"CapEff: 0000000000000000"* && "$execd" == *"CapBnd: 0000000000000000"* &&
+        "$execd" == *"NoNewPrivs: 1"* && "$execd" == "$init" ]]; then
+        pass "Docker: exec --privileged into the mcp server gets no more than its init ($execd)"
+      else
+        fail "Docker: exec --privileged into the mcp server" "init:  $init" "exec:  $execd"
+      fi
+      node_pid=$(pgrep -P "$client" node || true)
+      kill -9 "${node_pid:-$client}" 2>/dev/null
+      wait "$client" 2>/dev/null
+      if left=$(docker_gone "$name"); then
+        pass "Docker: client SIGKILLed: no container left (docker ps -a empty), no docker run client"
+      else
+        fail "Docker: client SIGKILLed: leftovers" "$left" "$(docker ps -a 2>&1 | tr '\n' '|')"
+      fi
+    else
+      kill -9 "$client" 2>/dev/null
+      wait "$client" 2>/dev/null
+      fail "Docker: exec into the server: the server never came up" "$(tr '\n' '|' <"$log")"
+      fail "Docker: client SIGKILLed: the server never came up"
+    fi
+  fi
 fi
 [ $failed -eq 0 ]
