@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2016 # jq filters are single-quoted on purpose: $name is a jq variable
 # Helpers shared by the rootfs-tools scripts and the test suites.
 # Source it: `. rootfs-tools/lib.sh`. Every function works on a bundle directory (the one holding
 # config.json) and edits config.json in place with jq.

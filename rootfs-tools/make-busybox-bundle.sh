@@ -55,7 +55,7 @@ install -m 0755 "$busybox" "$rootfs/bin/busybox"
 links=() # "target<TAB>linkpath" pairs
 while IFS= read -r path; do
   name=${path##*/}
-  [ -n "$name" ] && [ "$name" != busybox ] || continue
+  if [ -z "$name" ] || [ "$name" = busybox ]; then continue; fi
   links+=("busybox	$rootfs/bin/$name")
   case $path in
     bin/*) ;;

@@ -32,6 +32,7 @@ CODEMODE=$codemode rootfs-tools/make-busybox-bundle.sh "$work/bundle"
 bundle_set_terminal "$work/bundle" false
 bundle_set_hostname "$work/bundle" quickstart
 # What the container sees of itself, printed from inside.
+# shellcheck disable=SC2016 # expanded by the shell inside the container
 bundle_set_args "$work/bundle" sh -c '
 echo "pid:         $$ (1 = its own pid namespace)"
 echo "hostname:    $(hostname)"

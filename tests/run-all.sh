@@ -188,9 +188,9 @@ check_leaks() {
 cleanup() {
   # Never descend into a leftover mount while removing the temp dir.
   local m
-  for m in $(awk -v d="$WORK" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
+  while read -r m; do
     umount -l "$m" 2>/dev/null
-  done
+  done < <(awk -v d="$WORK" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
   rm -rf --one-file-system "$WORK" 2>/dev/null
 }
 trap cleanup EXIT

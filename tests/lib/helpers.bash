@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # status, output, lines, stdout, stderr are read by the bats tests
 # Shared helpers for the bats suites (tests/integration, tests/security).
 #
 #   load ../lib/helpers
