@@ -88,7 +88,7 @@ for _ in 1 2 3 4; do
   [ -z "$media" ] && media=$(jq -r '.mediaType // ""' "$path")
   case $media in
     application/vnd.oci.image.index.v1+json | application/vnd.docker.distribution.manifest.list.v2+json)
-      ref= desc=$(pick_manifest "$path") ;;
+      ref='' desc=$(pick_manifest "$path") ;;
     application/vnd.oci.image.manifest.v1+json | application/vnd.docker.distribution.manifest.v2+json)
       manifest=$path
       break ;;
@@ -106,7 +106,7 @@ n=0
 while IFS=$'\t' read -r digest media; do
   n=$((n + 1))
   case $media in
-    *tar | *tar+gzip | *tar+zstd | *tar.gzip | *diff.tar.gzip | *tar.gz) ;;
+    *tar | *tar+gzip | *tar+zstd | *tar.gzip | *tar.gz) ;;
     *) rt_die "layer $n: unsupported media type \"$media\"" ;;
   esac
   img_apply_layer "$rootfs" "$(blob "$digest")" || rt_die "layer $n ($digest) could not be applied"

@@ -151,6 +151,7 @@ else
   export CM_REPO=$repo
   # shellcheck source=tests/docker/dockerd.bash
   . "$repo/tests/docker/dockerd.bash"
+  # shellcheck disable=SC2034 # read by dockerd_start
   DK_RUNTIME_ARGS='["--profile=mcp"]'
   # A short path: containerd's sockets live under the exec root (108-byte limit).
   if ! dockerd_start "$(mktemp -d /tmp/cm-mcpdk.XXXXXX)" >&2; then
