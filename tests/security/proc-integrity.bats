@@ -43,7 +43,7 @@ load lib
   set_args sh -c 'cat /proc/self/oom_score_adj'
   run_cm run -b "$BUNDLE" "$CID"
   echo "# $status: $output" >&3
-  if [ "$status" -eq 0 ]; then [ "$stdout" = 321 ]; else assert_clear_refusal /proc/1/oom_score_adj; fi
+  if [ "$status" -eq 0 ]; then [ "$stdout" = 321 ]; else assert_clear_refusal oom_score_adj; fi
   assert_host_untouched
 }
 
