@@ -111,7 +111,7 @@ case_tty() {
   local b
   b=$(binary_of "$1")
   script -qec "ctr -a $CTR_SOCK -n $CTR_NS run --rm -t --runc-binary $b $CTR_IMAGE $CASE_TAG-$1 sh -c 'tty; exit 2'" /dev/null </dev/null |
-    tr -d '\r\0'
+    tr -d '\r\0' | sed 's/\^@//g'
   echo "exit=${PIPESTATUS[0]}"
 }
 @test "ctr run -t: the pty master over the shim's console socket" {

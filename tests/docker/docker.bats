@@ -153,7 +153,7 @@ case_exec() {
   dk exec "$n" nosuchcommand >/dev/null 2>&1
   echo "exit=$?"
   echo hi | dk exec -i "$n" cat
-  script -qec "docker exec -it $n sh -c 'tty; [ -t 0 ] && echo tty-in'" /dev/null </dev/null | tr -d '\r\0'
+  script -qec "docker exec -it $n sh -c 'tty; [ -t 0 ] && echo tty-in'" /dev/null </dev/null | tr -d '\r\0' | sed 's/\^@//g'
   dk exec -d "$n" sh -c 'echo detached > /tmp/d'
   sleep 0.3
   dk exec "$n" cat /tmp/d
