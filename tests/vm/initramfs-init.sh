@@ -35,7 +35,7 @@ init=$(arg cmvm.init)
 if [ -n "$init" ]; then
   # systemd boot: the test unit (and its script, outside /tmp: systemd gives units a private or
   # cleaned /tmp) go into the overlay, so the host's /etc stays untouched.
-  sh "$repo/tests/vm/systemd-setup.sh" /newroot "$repo" || fail "systemd-setup.sh failed"
+  sh "/newroot$repo/tests/vm/systemd-setup.sh" /newroot "$repo" || fail "systemd-setup.sh failed"
 fi
 
 # switch_root leaves nothing of /proc, /sys, /dev behind: the next init mounts them fresh.

@@ -122,7 +122,7 @@ boot() {
   case $variant in
     systemd)
       [ -x /lib/systemd/systemd ] || { tap "ok" "vm systemd: boot # skip /lib/systemd/systemd is not installed"; return; }
-      init_arg="cmvm.init=/lib/systemd/systemd systemd.unified_cgroup_hierarchy=1 systemd.show_status=0 systemd.log_level=warning"
+      init_arg="cmvm.init=/lib/systemd/systemd systemd.unit=cmvm.target systemd.unified_cgroup_hierarchy=1 systemd.show_status=false systemd.log_level=warning"
       ;;
   esac
   : >"$serial"
@@ -152,7 +152,7 @@ boot() {
         tap "$verdict" "vm $variant: $line"
         ;;
       "CMVM: #"*) echo "${line#CMVM: }" ;;
-      "CMVM: done"*) done_seen=1 ;;
+      "CMVM: done") done_seen=1 ;;
     esac
   done < <(tail -n +1 -F --pid="$QEMU_PID" "$serial" 2>/dev/null)
   wait "$QEMU_PID"
@@ -160,7 +160,7 @@ boot() {
   QEMU_PID=
   end=$(date +%s.%N)
   log "vm $variant: qemu exited $rc after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
-  if [ "$done_seen" -ne 1 ]; then
+  if [ "$done_seen" -ne 1 ] || [ "$got" -eq 0 ]; then
     tap "not ok" "vm $variant: the guest did not finish (qemu status $rc, $got results); serial log tail:"
     tail -n 40 "$serial" | sed 's/^/#   /'
     cat "$WORK/qemu-$variant.out" | sed 's/^/#   qemu: /'

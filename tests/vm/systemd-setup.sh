@@ -5,9 +5,13 @@ set -e
 root=$1
 repo=$2
 etc=$root/etc/systemd/system
-mkdir -p "$etc/multi-user.target.wants"
+mkdir -p "$etc"
 # The host's fstab names its disks, which this VM does not have: waiting for them takes 90 s.
 : >"$root/etc/fstab"
+# systemd-tmpfiles would empty the host's /tmp in the overlay at boot: over 9p that takes
+# minutes (whiteouts for every file), and the tests keep nothing there.
+mkdir -p "$root/etc/tmpfiles.d"
+: >"$root/etc/tmpfiles.d/tmp.conf"
 # Units that fail or are slow here (the host's docker and containerd need configuration), and
 # gettys that would write login prompts onto the serial console the results travel on.
 for u in docker.service docker.socket containerd.service serial-getty@ttyS0.service getty@tty1.service \
@@ -19,7 +23,7 @@ done
 cat >"$etc/cmvm-test.service" <<UNIT
 [Unit]
 Description=codemode VM tests
-After=dbus.socket basic.target
+After=basic.target dbus.socket
 Wants=dbus.socket
 
 [Service]
@@ -29,4 +33,13 @@ StandardError=tty
 TTYPath=/dev/ttyS0
 ExecStart=/bin/bash $repo/tests/vm/guest.sh
 UNIT
-ln -sf ../cmvm-test.service "$etc/multi-user.target.wants/cmvm-test.service"
+# Booted as the default unit (systemd.unit=cmvm.target): basic.target (mounts, sockets, D-Bus
+# activation) and the tests, without whatever the host enables for multi-user.target (docker,
+# podman, databases, gettys that would take over the serial console).
+cat >"$etc/cmvm.target" <<UNIT
+[Unit]
+Description=codemode VM tests target
+Requires=basic.target cmvm-test.service
+After=basic.target cmvm-test.service
+AllowIsolate=yes
+UNIT
