@@ -37,7 +37,23 @@ setup() {
   CASE_TAG=cm$(printf '%s' "$BATS_TEST_NAME" | md5sum | cut -c1-8)
 }
 
+# podman_cleanup: the podman case's store, whatever state the case stopped in.
+podman_cleanup() {
+  [ -n "${PODMAN_DIR:-}" ] || return 0
+  podman --root "$PODMAN_DIR/root" --runroot "$PODMAN_DIR/run" --tmpdir "$PODMAN_DIR/tmp" \
+    --cgroup-manager cgroupfs --events-backend none --storage-driver vfs --runtime "$CODEMODE" rm -f -t 0 cm-podman-exec >/dev/null 2>&1 || true
+  podman --root "$PODMAN_DIR/root" --runroot "$PODMAN_DIR/run" --tmpdir "$PODMAN_DIR/tmp" \
+    --cgroup-manager cgroupfs --events-backend none --storage-driver vfs system reset -f >/dev/null 2>&1 || true
+  local m
+  for m in $(awk -v d="$PODMAN_DIR/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+    umount -l "$m" || true
+  done
+  rm -rf "$PODMAN_DIR"
+  PODMAN_DIR=
+}
+
 teardown() {
+  podman_cleanup
   local id
   for id in $(cctr containers ls -q 2>/dev/null | grep "^$CASE_TAG" || true); do
     cctr tasks kill -s KILL "$id" >/dev/null 2>&1 || true
@@ -122,8 +138,9 @@ case_tty() {
 
 @test "podman --runtime codemode" {
   command -v podman >/dev/null || skip "podman is not installed (apt-get install podman)"
-  local pdir out ref
-  pdir=$(mktemp -d /tmp/cm-podman.XXXXXX)
+  local out ref
+  PODMAN_DIR=$(mktemp -d /tmp/cm-podman.XXXXXX)
+  local pdir=$PODMAN_DIR
   local p=(podman --root "$pdir/root" --runroot "$pdir/run" --tmpdir "$pdir/tmp" --cgroup-manager cgroupfs
     --events-backend none --storage-driver vfs)
   # podman asks for nofile/nproc 1048576; without CAP_SYS_RESOURCE (this machine) no runtime can
@@ -131,8 +148,6 @@ case_tty() {
   local u=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
   if ! tar -C "$CTR_BUNDLE/rootfs" -c . | "${p[@]}" import - cm-busybox >/dev/null 2>"$pdir/err"; then
     cat "$pdir/err" >&2
-    "${p[@]}" system reset -f >/dev/null 2>&1 || true
-    rm -rf "$pdir"
     skip "podman cannot import an image here"
   fi
   ref=$("${p[@]}" --runtime "$(command -v runc)" run --rm "${u[@]}" --network none cm-busybox sh -c 'echo hi; id; exit 3' 2>&1; echo "exit=$?")
@@ -140,10 +155,6 @@ case_tty() {
   "${p[@]}" --runtime "$CODEMODE" run -d "${u[@]}" --name cm-podman-exec --network none cm-busybox sleep 1000 >/dev/null
   local ex
   ex=$("${p[@]}" --runtime "$CODEMODE" exec cm-podman-exec sh -c 'echo from-exec; exit 5' 2>&1; echo "exit=$?")
-  "${p[@]}" --runtime "$CODEMODE" rm -f -t 0 cm-podman-exec >/dev/null 2>&1 || true
-  "${p[@]}" system reset -f >/dev/null 2>&1 || true
-  for m in $(awk -v d="$pdir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r); do umount -l "$m"; done
-  rm -rf "$pdir"
   echo "runc: $ref / codemode: $out / exec: $ex" >&2
   [ "$out" = "$ref" ]
   [ "$ex" = "from-exec
