@@ -139,6 +139,9 @@ ctrd_stop() {
     [ -d "$c" ] || continue
     find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
+  # The shim keeps the runtime's state under a fixed /run/containerd/runc/<namespace>: only
+  # ours, and only if empty.
+  rmdir "/run/containerd/runc/$CTR_NS" 2>/dev/null || true
   rm -rf "$CTR_DIR"
   unset CTR_DIR CTR_SOCK
 }

@@ -50,6 +50,8 @@ podman_cleanup() {
   done
   rm -rf "$PODMAN_DIR"
   PODMAN_DIR=
+  # podman's cgroup parent with cgroupfs; rmdir only succeeds when nothing uses it.
+  rmdir /sys/fs/cgroup/*/libpod_parent /sys/fs/cgroup/libpod_parent 2>/dev/null || true
 }
 
 teardown() {

@@ -98,6 +98,9 @@ dockerd_stop() {
     [ -d "$c" ] || continue
     find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
+  # The shim keeps the runtime's state under a fixed /run/containerd/runc/<namespace> (moby for
+  # dockerd): remove it only if empty.
+  rmdir /run/containerd/runc/moby 2>/dev/null || true
   rm -rf "$DK_DIR"
   unset DOCKER_HOST DOCKER_CONFIG DK_DIR
 }
