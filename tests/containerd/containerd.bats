@@ -51,7 +51,8 @@ podman_cleanup() {
   rm -rf "$PODMAN_DIR"
   PODMAN_DIR=
   # podman's cgroup parent with cgroupfs; rmdir only succeeds when nothing uses it.
-  rmdir /sys/fs/cgroup/*/libpod_parent /sys/fs/cgroup/libpod_parent 2>/dev/null || true
+  rmdir /sys/fs/cgroup/*/libpod_parent/conmon /sys/fs/cgroup/*/libpod_parent /sys/fs/cgroup/libpod_parent/conmon \
+    /sys/fs/cgroup/libpod_parent 2>/dev/null || true
 }
 
 teardown() {
