@@ -117,6 +117,35 @@ void container_stage1(const struct init_config *c) {
   _exit(0);
 }
 
+bool container_init_direct_possible(const struct spec *s) {
+  for (int t = 0; t < SPEC_NS_COUNT; t++) {
+    if (s->linux_.namespaces[t].present && s->linux_.namespaces[t].path != NULL)
+      return false;
+  }
+  return !s->linux_.namespaces[SPEC_NS_USER].present && !ns_new(s, SPEC_NS_TIME);
+}
+
+int container_init_direct_clone_flags(const struct spec *s) {
+  int flags = 0;
+  for (int t = 0; t < SPEC_NS_COUNT; t++) {
+    if (t != SPEC_NS_CGROUP && ns_new(s, t))
+      flags |= spec_ns_clone_flag(t);
+  }
+  return flags;
+}
+
+void container_init_direct(const struct init_config *c) {
+  struct cm_error *err = NULL;
+  /* As in stage1: the cgroup namespace is made only once we are in the container's cgroup,
+   * so the container sees its own cgroup as its root. */
+  expect(c->sync_fd, SYNC_CGROUP_JOINED);
+  if (ns_new(c->spec, SPEC_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
+    cm_error_set(&err, errno, "unshare cgroup namespace");
+    fail(c->sync_fd, err);
+  }
+  container_init(c);
+}
+
 /* The state JSON hooks run inside the container get. */
 static char *init_state_json(const struct init_config *c, pid_t host_pid, const char *status) {
   struct container_state st = {

@@ -38,4 +38,15 @@ char **process_env_with_home(const struct spec_process *p);
 /* Never returns. */
 __attribute__((noreturn)) void container_stage1(const struct init_config *c);
 
+/* Can the runtime clone init itself with every new namespace, skipping stage1? Only when
+ * nothing must happen between fork and the namespaces' creation: no namespace joined by path,
+ * no user namespace (its id maps are written from outside before the others are made) and no
+ * new time namespace (offsets must be written before any process lives in it). */
+bool container_init_direct_possible(const struct spec *s);
+/* The clone flags for that clone: every new namespace but the cgroup one, which init creates
+ * itself once the runtime has placed it in the container's cgroup. */
+int container_init_direct_clone_flags(const struct spec *s);
+/* Init cloned directly by the runtime with those flags. Never returns. */
+__attribute__((noreturn)) void container_init_direct(const struct init_config *c);
+
 #endif
