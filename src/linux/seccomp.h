@@ -25,4 +25,10 @@ int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, 
  * else 0; -1 on error. Named seccomp_program_load because libseccomp exports seccomp_load. */
 int seccomp_program_load(const struct seccomp_program *prog, struct cm_error **err);
 void seccomp_program_free(struct seccomp_program *prog);
+/* seccomp_compile through a cache of compiled programs in cache_dir (normally
+ * SECCOMP_CACHE_DIR), keyed by the whole filter (see seccomp_cache.c); any cache problem falls
+ * back to compiling. */
+#define SECCOMP_CACHE_DIR "/var/cache/codemode/seccomp"
+int seccomp_compile_cached(const struct spec_seccomp *sc, const char *cache_dir, struct seccomp_program *out,
+                           struct cm_error **err);
 #endif

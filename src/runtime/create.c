@@ -269,12 +269,12 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto out;
   /* Compiled before anything exists: a bad filter fails here, cleanly. */
   if (s->linux_.seccomp.present) {
-    if (seccomp_compile(&s->linux_.seccomp, &seccomp, err) < 0)
+    if (seccomp_compile_cached(&s->linux_.seccomp, SECCOMP_CACHE_DIR, &seccomp, err) < 0)
       goto out;
     has_seccomp = true;
   }
   if (opts->stacked_seccomp && opts->stacked_seccomp->present) {
-    if (seccomp_compile(opts->stacked_seccomp, &seccomp_stacked, err) < 0) {
+    if (seccomp_compile_cached(opts->stacked_seccomp, SECCOMP_CACHE_DIR, &seccomp_stacked, err) < 0) {
       cm_error_prefix(err, "policy profile");
       goto out;
     }
