@@ -1,6 +1,6 @@
 /* CVE-2019-5736 self-protection: run from a sealed memfd copy of our own binary.
- * See selfclone.h for the threat. Cost: one copy of the binary into memory and one extra
- * execve per create/run (measured in the issue note, about a millisecond). */
+ * See selfclone.h for the threat, the alternatives weighed and the measured cost: one copy of
+ * the binary's loaded part into memory and one extra execve per create/run/exec. */
 #include "linux/selfclone.h"
 
 #include <elf.h>
