@@ -83,8 +83,12 @@ same_as_runc() {
 case_run_image() {
   local b
   b=$(binary_of "$1")
-  cctr run --rm --runc-binary "$b" "$CTR_IMAGE" "$CASE_TAG-$1" sh -c 'echo out; echo err >&2; id; hostname; exit 3'
-  echo "exit=$?"
+  # stdout and stderr come through two fifos: their interleaving is a race, so print them apart.
+  local st=0
+  cctr run --rm --runc-binary "$b" "$CTR_IMAGE" "$CASE_TAG-$1" sh -c 'echo out; echo err >&2; id; hostname; exit 3' \
+    2>"$CTR_DIR/stderr.$1" || st=$?
+  echo "exit=$st"
+  cat "$CTR_DIR/stderr.$1"
 }
 @test "ctr run --runc-binary with an imported image: output, exit status" {
   same_as_runc case_run_image
