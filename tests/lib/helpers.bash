@@ -124,44 +124,28 @@ wait_file() {
   return 1
 }
 
+# Process scans use one grep over /proc/*/{environ,cmdline}: bats traces every shell command, so
+# a bash loop over /proc takes tens of seconds inside a test.
+
 # is_test_process PID [TOKEN]: does PID carry TOKEN (default: this run's test token), i.e. is it a
-# container process we started? Pure bash, so the scan spawns nothing that could match itself.
+# container process we started?
 is_test_process() {
-  local kv want="CODEMODE_TEST_CONTAINER=${2:-$CM_TEST_TOKEN}"
-  {
-    while IFS= read -r -d '' kv; do
-      [[ "$kv" == "$want"* ]] && return 0
-    done <"/proc/$1/environ"
-  } 2>/dev/null
-  return 1
+  grep -qzF -- "CODEMODE_TEST_CONTAINER=${2:-$CM_TEST_TOKEN}" "/proc/$1/environ" 2>/dev/null
 }
 
 # test_processes [TOKEN]: pids of every live process carrying TOKEN (default: this run's).
 test_processes() {
-  local p
-  for p in /proc/[0-9]*; do
-    p=${p#/proc/}
-    [ "$p" = "$BASHPID" ] && continue
-    is_test_process "$p" "${1:-}" && echo "$p"
-  done
-  return 0
+  { grep -slzF -- "CODEMODE_TEST_CONTAINER=${1:-$CM_TEST_TOKEN}" /proc/[0-9]*/environ || true; } |
+    cut -d/ -f3
 }
 
-# root_processes DIR: codemode processes still working on state dir DIR (its --root argument).
+# root_processes DIR: processes with DIR as one of their arguments (codemode still working on
+# the state dir DIR given as --root). The pattern starts with "[/]" so it never matches the grep
+# that searches with it.
 root_processes() {
-  local f arg
-  for f in /proc/[0-9]*; do
-    [ "${f#/proc/}" = "$BASHPID" ] && continue
-    {
-      while IFS= read -r -d '' arg; do
-        if [ "$arg" = "$1" ]; then
-          echo "${f#/proc/}"
-          break
-        fi
-      done <"$f/cmdline"
-    } 2>/dev/null
-  done
-  return 0
+  local re
+  re="[/]$(printf '%s' "${1#/}" | sed 's/[].[\*^$]/\\&/g')"
+  { grep -slzx -- "$re" /proc/[0-9]*/cmdline || true; } | cut -d/ -f3
 }
 
 # bg_track PID: a background helper (recvtty, a namespace holder) teardown must stop.
