@@ -338,6 +338,21 @@ static void container_init(const struct init_config *c) {
     fail(sync_fd, err);
   char **envp = process_env_with_home(p);
 
+  /* A NOTIFY filter's listener fd must reach linux.seccomp.listenerPath, and only the runtime
+   * that is with us now can send it: load the filters before READY, as runc does. The steps
+   * left (start fifo, startContainer hooks, user switch, capset, execve) then run under them. */
+  bool seccomp_early = c->seccomp && c->seccomp->notify;
+  if (seccomp_early) {
+    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
+      fail(sync_fd, err);
+    int listener = seccomp_program_load(c->seccomp, &err);
+    if (listener < 0)
+      fail(sync_fd, err);
+    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
+    close(listener);
+    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
+  }
+
   sync_send(sync_fd, SYNC_READY, 0, NULL, -1, NULL);
   expect(sync_fd, SYNC_READY); /* the runtime has recorded us; EOF here means it died first */
   close(sync_fd);
@@ -358,7 +373,7 @@ static void container_init(const struct init_config *c) {
   }
   /* Without no_new_privs, loading a filter needs CAP_SYS_ADMIN: load it while we still have it
    * (the spec's order); with no_new_privs, load it last so it filters only the container. */
-  if (!p->no_new_privileges && load_seccomp_filters(c, &err) < 0)
+  if (!seccomp_early && !p->no_new_privileges && load_seccomp_filters(c, &err) < 0)
     goto exec_failed;
   if (user_switch(&p->user, &err) < 0 || caps_apply(&p->capabilities, &err) < 0)
     goto exec_failed;
@@ -370,7 +385,7 @@ static void container_init(const struct init_config *c) {
     goto exec_failed;
   if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
     goto exec_failed;
-  if (p->no_new_privileges && load_seccomp_filters(c, &err) < 0)
+  if (!seccomp_early && p->no_new_privileges && load_seccomp_filters(c, &err) < 0)
     goto exec_failed;
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     goto exec_failed;

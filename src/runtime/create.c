@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <yajl/yajl_gen.h>
 
 #include "linux/console.h"
 #include "linux/namespaces.h"
@@ -154,6 +155,37 @@ static int handle_hooks(struct create_run *r, struct cm_error **err) {
   return sync_send(r->sock, SYNC_HOOKS_DONE, 0, NULL, -1, err);
 }
 
+/* The OCI "container process state" goes to linux.seccomp.listenerPath with the listener fd. */
+static int send_seccomp_listener(struct create_run *r, int listener, struct cm_error **err) {
+  const struct spec_seccomp *sc = &r->spec->linux_.seccomp;
+  cleanup_free char *state = state_oci_json(&r->st, "creating");
+  yajl_gen g = yajl_gen_alloc(NULL);
+  yajl_gen_map_open(g);
+  yajl_gen_string(g, (const unsigned char *)"ociVersion", 10);
+  yajl_gen_string(g, (const unsigned char *)SPEC_OCI_VERSION, strlen(SPEC_OCI_VERSION));
+  yajl_gen_string(g, (const unsigned char *)"fds", 3);
+  yajl_gen_array_open(g);
+  yajl_gen_string(g, (const unsigned char *)"seccompFd", 9);
+  yajl_gen_array_close(g);
+  yajl_gen_string(g, (const unsigned char *)"pid", 3);
+  yajl_gen_integer(g, r->init);
+  yajl_gen_string(g, (const unsigned char *)"metadata", 8);
+  const char *md = sc->listener_metadata ? sc->listener_metadata : "";
+  yajl_gen_string(g, (const unsigned char *)md, strlen(md));
+  yajl_gen_string(g, (const unsigned char *)"state", 5);
+  /* The state document is already JSON: splice it in as a raw value. */
+  yajl_gen_number(g, state, strlen(state));
+  yajl_gen_map_close(g);
+  const unsigned char *buf;
+  size_t len;
+  yajl_gen_get_buf(g, &buf, &len);
+  cleanup_free char *json = strndup((const char *)buf, len);
+  yajl_gen_free(g);
+  if (unix_path_send_fd(sc->listener_path, listener, json, err) < 0)
+    return cm_error_prefix(err, "config.json: .linux.seccomp.listenerPath");
+  return 0;
+}
+
 /* Drive stage1 and init until READY. */
 static int drive_child(struct create_run *r, struct cm_error **err) {
   if (sync_send(r->sock, SYNC_CGROUP_JOINED, 0, NULL, -1, err) < 0)
@@ -200,6 +232,14 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
       } else {
         r->console_master = fd;
       }
+      break;
+    case SYNC_SECCOMP_NOTIFY_FD:
+      if (fd < 0)
+        return cm_error_set(err, EPROTO, "seccomp: no listener fd received");
+      rc = send_seccomp_listener(r, fd, err);
+      close(fd);
+      if (rc < 0 || sync_send(r->sock, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, -1, err) < 0)
+        return -1;
       break;
     case SYNC_READY:
       return 0;

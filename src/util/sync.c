@@ -1,5 +1,12 @@
 #include "util/sync.h"
 
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/un.h>
+#include "util/cleanup.h"
+
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -89,5 +96,42 @@ int fd_send(int sock, int fd, const char *payload, struct cm_error **err) {
   size_t len = payload ? strlen(payload) : 1; /* one byte at least: a message must carry data */
   if (send_with_fd(sock, p, len, fd) < 0)
     return cm_error_set(err, errno, "send fd over unix socket");
+  return 0;
+}
+
+/* sun_path holds 108 bytes; a longer socket path is reached through an O_PATH fd on its
+ * directory (/proc/self/fd/N/name), so deep state directories still work. */
+static int connect_unix(int sock, const char *path, struct cm_error **err) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  cleanup_close int dirfd = -1;
+  if (strlen(path) < sizeof(addr.sun_path)) {
+    strcpy(addr.sun_path, path);
+  } else {
+    cleanup_free char *dir_copy = strdup(path);
+    cleanup_free char *base_copy = strdup(path);
+    if (!dir_copy || !base_copy)
+      return cm_error_set(err, ENOMEM, "%s", path);
+    dirfd = open(dirname(dir_copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+      return cm_error_set(err, errno, "%s: open its directory", path);
+    int n = snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s", dirfd, basename(base_copy));
+    if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
+      return cm_error_set(err, ENAMETOOLONG, "%s", path);
+  }
+  int r;
+  do
+    r = connect(sock, (struct sockaddr *)&addr, sizeof(addr));
+  while (r < 0 && errno == EINTR);
+  if (r < 0)
+    return cm_error_set(err, errno, "connect to %s", path);
+  return 0;
+}
+
+int unix_path_send_fd(const char *path, int fd, const char *payload, struct cm_error **err) {
+  cleanup_close int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0)
+    return cm_error_set(err, errno, "%s: socket", path);
+  if (connect_unix(sock, path, err) < 0 || fd_send(sock, fd, payload, err) < 0)
+    return -1;
   return 0;
 }

@@ -35,5 +35,8 @@ int sync_recv(int sock, struct sync_msg *msg, int *fd_out, struct cm_error **err
 void sync_send_error(int sock, const struct cm_error *err);
 /* Send/receive one fd on any unix socket (console socket, seccomp listener). */
 int fd_send(int sock, int fd, const char *payload, struct cm_error **err);
+/* Connect to the unix socket at `path` (SOCK_STREAM; paths longer than sun_path work through an
+ * fd on the directory) and send `fd` with `payload`. */
+int unix_path_send_fd(const char *path, int fd, const char *payload, struct cm_error **err);
 
 #endif
