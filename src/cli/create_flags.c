@@ -48,7 +48,7 @@ int create_flags_parse(const char *cmd, const char *help, int argc, char **argv,
       break;
     case OPT_NO_SUBREAPER: break;
     case 'h': fputs(help, stdout); return 1;
-    default: return cli_usage_error(cmd, "invalid option"), -1;
+    default: return cli_usage_error(cmd, "unknown or incomplete option \"%s\"", argv[optind - 1]), -1;
     }
   }
   if (optind != argc - 1)

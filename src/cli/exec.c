@@ -175,7 +175,7 @@ int cmd_exec(struct cli_globals *g, int argc, char **argv) {
       fputs(help, stdout);
       status = 0;
       goto out;
-    default: cli_usage_error("exec", "invalid option"); goto out;
+    default: cli_usage_error("exec", "unknown or incomplete option \"%s\"", argv[optind - 1]); goto out;
     }
   }
   if (optind >= argc) {

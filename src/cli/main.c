@@ -114,6 +114,7 @@ int main(int argc, char **argv) {
   };
   int c;
   /* "+": stop at the command name; its own options are parsed by the command. */
+  opterr = 0; /* our own messages, in the one "codemode: …" shape */
   while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
     switch (c) {
     case OPT_ROOT: g.ctx.root = optarg; break;
@@ -157,7 +158,10 @@ int main(int argc, char **argv) {
     }
     case 'v': print_version(); return 0;
     case 'h': fputs(usage, stdout); return 0;
-    default: fputs(usage, stderr); return 1;
+    default:
+      fprintf(stderr, "codemode: unknown or incomplete global option \"%s\" (see 'codemode --help')\n",
+              argv[optind - 1]);
+      return 1;
     }
   }
   if (g.ctx.root[0] != '/') {

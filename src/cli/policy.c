@@ -81,7 +81,7 @@ int cmd_policy(struct cli_globals *g, int argc, char **argv) {
     case 'b': o.bundle = optarg; break;
     case 'f': o.config_path = optarg; break;
     case 'h': fputs(help, stdout); return 0;
-    default: return cli_usage_error("policy", "invalid option");
+    default: return cli_usage_error("policy", "unknown or incomplete option \"%s\"", argv[optind - 1]);
     }
   }
   /* Options may also follow the subcommand: `policy explain -b DIR`. */
@@ -93,7 +93,7 @@ int cmd_policy(struct cli_globals *g, int argc, char **argv) {
     case 'b': o.bundle = optarg; break;
     case 'f': o.config_path = optarg; break;
     case 'h': fputs(help, stdout); return 0;
-    default: return cli_usage_error("policy", "invalid option");
+    default: return cli_usage_error("policy", "unknown or incomplete option \"%s\"", argv[optind - 1]);
     }
   }
   if (optind != argc)

@@ -15,7 +15,7 @@ int simple_flags_parse(const char *cmd, const char *help, int argc, char **argv,
       return 1;
     }
     if (c == '?' || on_opt == NULL || on_opt(c, optarg, data) < 0)
-      return cli_usage_error(cmd, "invalid option"), -1;
+      return cli_usage_error(cmd, "unknown or incomplete option \"%s\"", argv[optind - 1]), -1;
   }
   return 0;
 }

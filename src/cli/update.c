@@ -218,7 +218,7 @@ int cmd_update(struct cli_globals *g, int argc, char **argv) {
       fputs(help, stdout);
       rc = 0;
       goto out;
-    default: cli_usage_error("update", "invalid option"); goto out;
+    default: cli_usage_error("update", "unknown or incomplete option \"%s\"", argv[optind - 1]); goto out;
     }
   }
   if (argc - optind != 1) {
