@@ -19,6 +19,10 @@ for u in docker.service docker.socket containerd.service serial-getty@ttyS0.serv
   cron.service ssh.service systemd-networkd.service networking.service; do
   ln -sf /dev/null "$etc/$u"
 done
+# The host tree carries /.dockerenv: systemd would think it runs in a container and ignore the
+# kernel command line (systemd.unit=, the cgroup options). A whiteout in the overlay hides it.
+rm -f "$root/.dockerenv"
+ln -sf cmvm.target "$etc/default.target"
 # The script stays in the repo, outside /tmp: systemd-tmpfiles empties /tmp at boot.
 cat >"$etc/cmvm-test.service" <<UNIT
 [Unit]
