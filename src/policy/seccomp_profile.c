@@ -149,20 +149,6 @@ out:
   return rc;
 }
 
-static int parse_action(struct jctx *c, yajl_val obj, const char *key, enum spec_seccomp_action *out,
-                        struct cm_error **err) {
-  cleanup_free char *name = NULL;
-  if (jrequire(c, obj, key, err) < 0 || jget_string(c, obj, key, &name, err) < 0)
-    return -1;
-  const struct spec_name_value *nv = spec_name_lookup(spec_seccomp_action_names, name);
-  if (nv == NULL) {
-    jpush_key(c, key);
-    return jerr(c, err, "unknown seccomp action \"%s\"", name);
-  }
-  *out = (enum spec_seccomp_action)nv->value;
-  return 0;
-}
-
 static int parse_args(struct jctx *c, yajl_val rule, struct spec_seccomp_syscall *out,
                       struct cm_error **err) {
   yajl_val args;
@@ -221,7 +207,7 @@ static int resolve_rule(struct resolver *r, yajl_val rule, struct spec_seccomp *
     jerr(c, err, "must be a non-empty array of strings");
     goto fail;
   }
-  if (parse_action(c, rule, "action", &sc.action, err) < 0)
+  if (spec_parse_seccomp_action(c, rule, "action", &sc.action, err) < 0)
     goto fail;
   int has = jget_u32(c, rule, "errnoRet", &sc.errno_ret, err);
   if (has < 0)
@@ -317,7 +303,7 @@ int seccomp_profile_load_string(const char *json, size_t len, const char *label,
   if (jval_object(&r.c, root, err) < 0)
     return -1;
   out->present = true;
-  if (parse_action(&r.c, root, "defaultAction", &out->default_action, err) < 0)
+  if (spec_parse_seccomp_action(&r.c, root, "defaultAction", &out->default_action, err) < 0)
     goto fail;
   /* A NOTIFY default would make every syscall, the runtime's last ones included, wait for an
    * agent that has no listener fd yet. */

@@ -67,31 +67,6 @@ static char *now_rfc3339(void) {
   return out;
 }
 
-static int write_pid_file(const char *path, pid_t pid, struct cm_error **err) {
-  cleanup_free char *dir_copy = strdup(path), *base_copy = strdup(path);
-  const char *dir = dirname(dir_copy), *base = basename(base_copy);
-  cleanup_close int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0)
-    return cm_error_set(err, errno, "--pid-file: open directory %s", dir);
-  char buf[32];
-  int len = snprintf(buf, sizeof(buf), "%d", pid);
-  if (write_file_atomic(dirfd, base, buf, (size_t)len, 0644, err) < 0)
-    return cm_error_prefix(err, "--pid-file %s", path);
-  return 0;
-}
-
-/* Keep our own fds out of 3 .. 3+preserve_fds-1: those numbers belong to the caller's fds. */
-static int move_above(int fd, int min, struct cm_error **err) {
-  if (fd < 0 || fd >= min)
-    return fd;
-  int moved = fcntl(fd, F_DUPFD_CLOEXEC, min);
-  int e = errno;
-  close(fd);
-  if (moved < 0)
-    return cm_error_set(err, e, "move fd above %d", min);
-  return moved;
-}
-
 static int resolve_paths(const struct spec *s, const struct create_options *o, char **bundle_out,
                          char **rootfs_out, struct cm_error **err) {
   char buf[PATH_MAX];
@@ -340,9 +315,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
   }
   int min_fd = 3 + opts->preserve_fds;
-  r.sock = move_above(pair[0], min_fd, err);
-  child_sock = move_above(pair[1], min_fd, err);
-  r.fifo_fd = move_above(r.fifo_fd, min_fd, err);
+  r.sock = fd_move_above(pair[0], min_fd, err);
+  child_sock = fd_move_above(pair[1], min_fd, err);
+  r.fifo_fd = fd_move_above(r.fifo_fd, min_fd, err);
   if (r.sock < 0 || child_sock < 0 || r.fifo_fd < 0)
     goto fail;
 
@@ -410,7 +385,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
   if (state_write(r.dirfd, &r.st, err) < 0)
     goto fail;
-  if (opts->pid_file && write_pid_file(opts->pid_file, r.init, err) < 0)
+  if (opts->pid_file && pid_file_write(opts->pid_file, r.init, err) < 0)
     goto fail;
   if (sync_send(r.sock, SYNC_READY, 0, NULL, -1, err) < 0)
     goto fail;

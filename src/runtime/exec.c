@@ -189,31 +189,6 @@ static int namespaces_to_join(pid_t init) {
   return flags;
 }
 
-/* Keep our fds out of 3 .. 3+preserve_fds-1: those numbers belong to the caller's fds. */
-static int move_above(int fd, int min, struct cm_error **err) {
-  if (fd < 0 || fd >= min)
-    return fd;
-  int moved = fcntl(fd, F_DUPFD_CLOEXEC, min);
-  int e = errno;
-  close(fd);
-  if (moved < 0)
-    return cm_error_set(err, e, "move fd above %d", min);
-  return moved;
-}
-
-static int write_pid_file(const char *path, pid_t pid, struct cm_error **err) {
-  cleanup_free char *dir_copy = xstrdup(path), *base_copy = xstrdup(path);
-  const char *dir = dirname(dir_copy), *base = basename(base_copy);
-  cleanup_close int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0)
-    return cm_error_set(err, errno, "--pid-file: open directory %s", dir);
-  char buf[32];
-  int len = snprintf(buf, sizeof(buf), "%d", pid);
-  if (write_file_atomic(dirfd, base, buf, (size_t)len, 0644, err) < 0)
-    return cm_error_prefix(err, "--pid-file %s", path);
-  return 0;
-}
-
 struct exec_run {
   const struct exec_options *opts;
   int sock;
@@ -365,9 +340,9 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
     goto out;
   }
   int min_fd = 3 + o->preserve_fds;
-  r->sock = move_above(pair[0], min_fd, err);
-  child_sock = move_above(pair[1], min_fd, err);
-  pidfd = move_above(pidfd, min_fd, err);
+  r->sock = fd_move_above(pair[0], min_fd, err);
+  child_sock = fd_move_above(pair[1], min_fd, err);
+  pidfd = fd_move_above(pidfd, min_fd, err);
   if (r->sock < 0 || child_sock < 0 || pidfd < 0)
     goto out;
 
@@ -445,7 +420,7 @@ int runtime_exec(const struct runtime_context *ctx, const struct exec_options *o
   cleanup_close int sigfd = -1;
   if (exec_start(ctx, o, &r, err) < 0)
     goto out;
-  if (o->pid_file && write_pid_file(o->pid_file, r.child, err) < 0) {
+  if (o->pid_file && pid_file_write(o->pid_file, r.child, err) < 0) {
     reap(&r.child);
     goto out;
   }

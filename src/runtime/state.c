@@ -1,6 +1,7 @@
 #include "runtime/state.h"
 
 #include <ctype.h>
+#include <libgen.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -356,4 +357,19 @@ char *state_oci_json(const struct container_state *st, const char *status) {
   gen_annotations(g, &st->annotations);
   yajl_gen_map_close(g);
   return gen_finish(g);
+}
+
+int pid_file_write(const char *path, pid_t pid, struct cm_error **err) {
+  cleanup_free char *dir_copy = strdup(path), *base_copy = strdup(path);
+  if (dir_copy == NULL || base_copy == NULL)
+    return cm_error_set(err, ENOMEM, "--pid-file %s", path);
+  const char *dir = dirname(dir_copy), *base = basename(base_copy);
+  cleanup_close int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return cm_error_set(err, errno, "--pid-file: open directory %s", dir);
+  char buf[32];
+  int len = snprintf(buf, sizeof(buf), "%d", pid);
+  if (write_file_atomic(dirfd, base, buf, (size_t)len, 0644, err) < 0)
+    return cm_error_prefix(err, "--pid-file %s", path);
+  return 0;
 }

@@ -62,6 +62,9 @@ uint64_t proc_pid_start_time(pid_t pid);
 /* The OCI state JSON for hooks and `state`. */
 char *state_oci_json(const struct container_state *st, const char *status);
 
+/* --pid-file: the pid written atomically, so a reader never sees a partial number. */
+int pid_file_write(const char *path, pid_t pid, struct cm_error **err);
+
 /* Atomic write of a small file (temp + fsync + rename). */
 int write_file_atomic(int dirfd, const char *name, const char *data, size_t len, mode_t mode,
                       struct cm_error **err);

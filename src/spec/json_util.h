@@ -82,6 +82,9 @@ int spec_parse_linux(struct jctx *c, yajl_val v, struct spec_linux *l, struct cm
 void spec_linux_clear(struct spec_linux *l);
 int spec_parse_resources(struct jctx *c, yajl_val v, struct spec_resources *r, struct cm_error **err);
 int spec_parse_seccomp(struct jctx *c, yajl_val v, struct spec_seccomp *s, struct cm_error **err);
+/* obj[key] as an SCMP_ACT_* name (required); shared with policy/'s Docker-format loader. */
+int spec_parse_seccomp_action(struct jctx *c, yajl_val obj, const char *key, enum spec_seccomp_action *out,
+                              struct cm_error **err);
 void spec_seccomp_clear(struct spec_seccomp *s);
 int spec_parse_id_mappings(struct jctx *c, yajl_val obj, const char *key, struct spec_id_mapping **out,
                            size_t *n, struct cm_error **err);

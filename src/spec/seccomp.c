@@ -49,8 +49,8 @@ const char *const spec_seccomp_arch_names[] = {
     "SCMP_ARCH_M68K",    "SCMP_ARCH_SH",       "SCMP_ARCH_SHEB",        NULL,
 };
 
-static int parse_action(struct jctx *c, yajl_val obj, const char *key, enum spec_seccomp_action *out,
-                        struct cm_error **err) {
+int spec_parse_seccomp_action(struct jctx *c, yajl_val obj, const char *key, enum spec_seccomp_action *out,
+                              struct cm_error **err) {
   cleanup_free char *name = NULL;
   if (jrequire(c, obj, key, err) < 0 || jget_string(c, obj, key, &name, err) < 0)
     return -1;
@@ -93,7 +93,7 @@ static int parse_syscall(struct jctx *c, yajl_val v, struct spec_seccomp_syscall
     jpush_key(c, "names");
     return jerr(c, err, "must be a non-empty array of strings");
   }
-  if (parse_action(c, v, "action", &s->action, err) < 0)
+  if (spec_parse_seccomp_action(c, v, "action", &s->action, err) < 0)
     return -1;
   int r = jget_u32(c, v, "errnoRet", &s->errno_ret, err);
   if (r < 0)
@@ -141,7 +141,7 @@ static bool known_flag(const char *name) {
 
 int spec_parse_seccomp(struct jctx *c, yajl_val v, struct spec_seccomp *s, struct cm_error **err) {
   s->present = true;
-  if (parse_action(c, v, "defaultAction", &s->default_action, err) < 0)
+  if (spec_parse_seccomp_action(c, v, "defaultAction", &s->default_action, err) < 0)
     return -1;
   /* After loading the filter the runtime must still send the notify fd to the listener; with
    * NOTIFY as the default, those very syscalls would wait on a listener that has no fd yet. */

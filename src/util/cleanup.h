@@ -40,4 +40,19 @@ static inline void *cm_steal_ptr(void *pp) {
   return r;
 }
 
+#include <fcntl.h>
+#include "util/error.h"
+/* Keep our own fds out of 3 .. min-1: with --preserve-fds those numbers are the caller's fds,
+ * handed to the container as they are. Returns the fd (moved, close-on-exec) or -1. */
+static inline int fd_move_above(int fd, int min, struct cm_error **err) {
+  if (fd < 0 || fd >= min)
+    return fd;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, min);
+  int e = errno;
+  close(fd);
+  if (moved < 0)
+    return cm_error_set(err, e, "move fd above %d", min);
+  return moved;
+}
+
 #endif
