@@ -31,10 +31,17 @@ int container_open(const struct runtime_context *ctx, const char *id, struct con
      * before it finished. The lock we hold says no create is running (create holds it until
      * the state is written), so this is the leftover of a killed create. */
     o->status = STATUS_CREATING;
-    o->st.id = strdup(id);
-    return 0;
+    /* What it made before it died (creating.json): the cgroup and stage1's or init's pid, so
+     * `delete --force` can remove them. Unreadable or absent: nothing was made yet. */
+    struct cm_error *ignored = NULL;
+    if (state_read_creating(o->dirfd, id, &o->st, &ignored) != 0)
+      memset(&o->st, 0, sizeof(o->st));
+    cm_error_freep(&ignored);
+    if (o->st.id == NULL)
+      o->st.id = strdup(id);
+  } else {
+    o->status = state_status(o->dirfd, &o->st);
   }
-  o->status = state_status(o->dirfd, &o->st);
   if (o->st.cgroup) {
     struct cm_error *ignored = NULL;
     o->cgroup = cgroup_deserialize(o->st.cgroup, &ignored);

@@ -122,6 +122,26 @@ struct create_run {
   int console_master;
 };
 
+/* CODEMODE_TEST_PAUSE_AT=<point>: tests/integration/crash_recovery.bats stops create here
+ * (SIGSTOP) to SIGKILL it at a known step. Points: state-dir, cgroup, fork, ready, state.
+ * It can only stop this process: whoever sets our environment could kill us anyway. */
+static void test_pause_at(const char *point) {
+  const char *want = getenv("CODEMODE_TEST_PAUSE_AT");
+  if (want == NULL || strcmp(want, point) != 0)
+    return;
+  fprintf(stderr, "codemode: create paused at %s\n", point);
+  raise(SIGSTOP);
+}
+
+/* creating.json (atomic, like state.json): the cgroup and the pid (with its start time) made so
+ * far, so a create killed before state.json exists leaves nothing `delete --force` cannot find. */
+static int record_progress(struct create_run *r, pid_t pid, struct cm_error **err) {
+  struct container_state early = r->st;
+  early.pid = pid;
+  early.pid_start_time = pid > 0 ? proc_pid_start_time(pid) : 0;
+  return state_write_creating(r->dirfd, &early, err);
+}
+
 static int handle_hooks(struct create_run *r, struct cm_error **err) {
   cleanup_free char *json = state_oci_json(&r->st, "creating");
   if (hooks_run(r->spec->hooks, SPEC_HOOK_PRESTART, json, err) < 0 ||
@@ -189,6 +209,8 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
       waitpid(r->stage1, NULL, 0);
       r->stage1 = 0;
       r->st.pid = r->init;
+      if (record_progress(r, r->init, err) < 0)
+        return -1;
       if (sync_send(r->sock, SYNC_INIT_PID, r->init, NULL, -1, err) < 0)
         return -1;
       break;
@@ -302,6 +324,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   r.st.created = now_rfc3339();
   r.st.owner = strdup("");
   r.st.annotations = s->annotations;
+  test_pause_at("state-dir");
 
   if (mkfifoat(r.dirfd, "exec.fifo", 0600) < 0) {
     cm_error_set(err, errno, "create exec.fifo");
@@ -324,6 +347,11 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (ctx->cgroup_manager != CGROUP_MANAGER_DISABLED &&
       cgroup_create(opts->id, &s->linux_, ctx->cgroup_manager, &r.cgroup, err) < 0)
     goto fail;
+  if (r.cgroup)
+    r.st.cgroup = cgroup_serialize(r.cgroup);
+  if (record_progress(&r, 0, err) < 0)
+    goto fail;
+  test_pause_at("cgroup");
 
   /* Without joins, user or time namespaces, init is cloned with its namespaces in one step:
    * no stage1 process, one fork and two sync round trips fewer. */
@@ -371,20 +399,25 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   child_sock = -1;
   close(r.fifo_fd);
   r.fifo_fd = -1;
+  if (record_progress(&r, child, err) < 0)
+    goto fail;
+  test_pause_at("fork");
   if (r.cgroup && cgroup_enter(r.cgroup, child, err) < 0)
     goto fail;
   if (drive_child(&r, err) < 0)
     goto fail;
+  test_pause_at("ready");
 
   r.st.pid_start_time = proc_pid_start_time(r.init);
-  if (r.cgroup)
-    r.st.cgroup = cgroup_serialize(r.cgroup);
   /* exec, poststart and poststop read the config as it was at create, whatever happens to the
    * bundle afterwards. */
   if (keep_config(r.dirfd, opts, r.st.bundle, err) < 0)
     goto fail;
   if (state_write(r.dirfd, &r.st, err) < 0)
     goto fail;
+  /* state.json is complete now and supersedes the progress record. */
+  unlinkat(r.dirfd, "creating.json", 0);
+  test_pause_at("state");
   if (opts->pid_file && pid_file_write(opts->pid_file, r.init, err) < 0)
     goto fail;
   if (sync_send(r.sock, SYNC_READY, 0, NULL, -1, err) < 0)

@@ -128,13 +128,16 @@ int runtime_delete(const struct runtime_context *ctx, const char *id, bool force
     return -1;
   int rc = -1;
   bool alive = o.status != STATUS_STOPPED && o.status != STATUS_CREATING;
+  /* The leftover of a killed create (we hold the lock, so none is running): whatever it
+   * recorded in creating.json — stage1 or init, the cgroup — is killed like a created one. */
+  bool leftover = o.status == STATUS_CREATING && (o.st.pid > 0 || o.cgroup);
   /* A created container has not run anything of the user's yet: delete kills it, as runc does. */
   if (alive && o.status != STATUS_CREATED && !force) {
     cm_error_set(err, 0, "cannot delete container \"%s\" that is not stopped: %s", id,
                  container_status_name(o.status));
     goto out;
   }
-  if (alive) {
+  if (alive || leftover) {
     struct cm_error *ignored = NULL;
     if (o.cgroup)
       cgroup_kill_all(o.cgroup, SIGKILL, &ignored);

@@ -205,7 +205,7 @@ static void gen_annotations(yajl_gen g, const struct spec_kv_list *a) {
   yajl_gen_map_close(g);
 }
 
-int state_write(int dirfd, const struct container_state *st, struct cm_error **err) {
+static int state_write_as(int dirfd, const char *name, const struct container_state *st, struct cm_error **err) {
   yajl_gen g = yajl_gen_alloc(NULL);
   yajl_gen_map_open(g);
   gen_kv_str(g, "id", st->id);
@@ -221,7 +221,15 @@ int state_write(int dirfd, const struct container_state *st, struct cm_error **e
   gen_annotations(g, &st->annotations);
   yajl_gen_map_close(g);
   cleanup_free char *json = gen_finish(g);
-  return write_file_atomic(dirfd, "state.json", json, strlen(json), 0600, err);
+  return write_file_atomic(dirfd, name, json, strlen(json), 0600, err);
+}
+
+int state_write(int dirfd, const struct container_state *st, struct cm_error **err) {
+  return state_write_as(dirfd, "state.json", st, err);
+}
+
+int state_write_creating(int dirfd, const struct container_state *st, struct cm_error **err) {
+  return state_write_as(dirfd, "creating.json", st, err);
 }
 
 static char *dup_string(yajl_val root, const char *key) {
@@ -230,9 +238,10 @@ static char *dup_string(yajl_val root, const char *key) {
   return v ? strdup(v->u.string) : NULL;
 }
 
-int state_read(int dirfd, const char *id, struct container_state *st, struct cm_error **err) {
+static int state_read_as(int dirfd, const char *name, const char *id, bool need_pid, struct container_state *st,
+                         struct cm_error **err) {
   memset(st, 0, sizeof(*st));
-  cleanup_close int fd = openat(dirfd, "state.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     if (errno == ENOENT)
       return 1;
@@ -275,11 +284,19 @@ int state_read(int dirfd, const char *id, struct container_state *st, struct cm_
     }
   }
   yajl_tree_free(root);
-  if (st->id == NULL || st->bundle == NULL || st->pid <= 0) {
+  if (st->id == NULL || st->bundle == NULL || st->pid < 0 || (need_pid && st->pid == 0)) {
     container_state_clear(st);
     return cm_error_set(err, 0, "state of container \"%s\" is corrupt", id);
   }
   return 0;
+}
+
+int state_read(int dirfd, const char *id, struct container_state *st, struct cm_error **err) {
+  return state_read_as(dirfd, "state.json", id, true, st, err);
+}
+
+int state_read_creating(int dirfd, const char *id, struct container_state *st, struct cm_error **err) {
+  return state_read_as(dirfd, "creating.json", id, false, st, err);
 }
 
 void container_state_clear(struct container_state *st) {

@@ -3,6 +3,10 @@
  *   state.json   what later commands need (pid + its start time, bundle, cgroup, …), written
  *                atomically (temp file, fsync, rename): never half-written.
  *   exec.fifo    exists from create until start: init blocks reading it.
+ *   creating.json  written by create as soon as each thing it makes exists (cgroup, then the pid
+ *                of stage1 or init with its start time), same format and same atomic write as
+ *                state.json: if create is killed before state.json exists, `delete --force`
+ *                still finds the process and the cgroup to remove. Removed once state.json exists.
  *   config.json  a copy of the config as it was at create (exec and the hooks read it).
  *
  * The status is derived, not stored: init's pid alive (same start time, not a zombie) and the
@@ -52,6 +56,9 @@ int state_dir_remove(const char *root, const char *id, struct cm_error **err);
 int state_write(int dirfd, const struct container_state *st, struct cm_error **err);
 /* Returns 0, or 1 when state.json does not exist yet (container still creating). */
 int state_read(int dirfd, const char *id, struct container_state *st, struct cm_error **err);
+/* creating.json: as above, but pid may be 0 (not forked yet). 1 when it does not exist. */
+int state_write_creating(int dirfd, const struct container_state *st, struct cm_error **err);
+int state_read_creating(int dirfd, const char *id, struct container_state *st, struct cm_error **err);
 void container_state_clear(struct container_state *st);
 
 enum container_status state_status(int dirfd, const struct container_state *st);
