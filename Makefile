@@ -143,3 +143,12 @@ bench: all
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/run.sh
 
 .PHONY: bench
+
+# Stress (tests/stress/run.sh; issue 8): STRESS_N containers in parallel × STRESS_R rounds of the
+# whole lifecycle, concurrent operations on one id, then no leaks. `make check` runs it small.
+STRESS_N ?= 50
+STRESS_R ?= 20
+stress: all
+	CODEMODE=$(abspath $(B)/codemode) tests/stress/run.sh $(STRESS_N) $(STRESS_R)
+
+.PHONY: stress

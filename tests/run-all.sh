@@ -4,8 +4,9 @@
 #   1. unit        the cmocka binaries given as arguments
 #   2. integration bats --tap tests/integration   (needs $CODEMODE, default build/codemode)
 #   3. security    bats --tap tests/security
-#   4. extra       tests/<suite>/run.sh for docker, containerd, mcp, vm when present: TAP on stdout,
-#                  exit 77 = "cannot run here" (its last stderr line says why)
+#   4. extra       tests/<suite>/run.sh for docker, containerd, mcp, vm, stress, valgrind when
+#                  present: TAP on stdout, exit 77 = "cannot run here" (its last stderr line says
+#                  why); stress runs small here (CM_STRESS_N=8 CM_STRESS_R=3; `make stress` is big)
 #   5. leaks       no mount under the run's temp dir, no process carrying the run's token, no
 #                  cgroup named after one of the run's containers (cm-test-<tag>-*): each leak
 #                  is a failure
@@ -24,7 +25,8 @@ repo=$(cd "$here/.." && pwd)
 : "${CODEMODE:=$repo/build/codemode}"
 case $CODEMODE in /*) ;; *) CODEMODE=$PWD/$CODEMODE ;; esac
 export CODEMODE
-suites=${CM_SUITES:-unit integration security docker containerd mcp vm}
+suites=${CM_SUITES:-unit integration security docker containerd mcp vm stress valgrind}
+export CM_STRESS_N=${CM_STRESS_N:-8} CM_STRESS_R=${CM_STRESS_R:-3}
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "tests/run-all.sh: the integration suites need root" >&2
