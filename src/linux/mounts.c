@@ -2,12 +2,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "linux/rootfs_internal.h"
@@ -246,6 +248,16 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   }
   if (check_proc_destination(m, is_bind, src_fd, err) < 0)
     return -1;
+  /* procfs and sysfs go on a real directory only: a symlinked /proc or /sys would put them (and
+   * the masks applied under them) where the container never looks (CVE-2019-19921 class). */
+  if (!is_bind && (strcmp(m->type, "proc") == 0 || strcmp(m->type, "sysfs") == 0)) {
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS};
+    int fd = (int)syscall(SYS_openat2, root_fd, m->destination, &how, sizeof(how));
+    if (fd >= 0)
+      close(fd);
+    else if (errno == ELOOP)
+      return cm_error_set(err, 0, "%s is a symlink in the rootfs: refused", m->destination);
+  }
 
   cleanup_close int target_fd = safepath_mount_target(root_fd, m->destination, target_is_dir, err);
   if (target_fd < 0)

@@ -26,6 +26,7 @@
 #include "runtime/hooks.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
+#include "util/safepath.h"
 #include "util/sync.h"
 
 static __attribute__((noreturn)) void fail(int sync_fd, struct cm_error *err) {
@@ -300,6 +301,19 @@ static void container_init(const struct init_config *c) {
 
   if (build_rootfs && rootfs_pivot(c->rootfs, c->no_pivot, &err) < 0)
     fail(sync_fd, err);
+  /* A missing cwd is created, as runc does: after pivot_root, walked inside the container's root
+   * only, before root.readonly applies. */
+  if (build_rootfs) {
+    cleanup_close int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int cwd_fd = root_fd < 0 ? -1 : safepath_open(root_fd, p->cwd, O_PATH | O_DIRECTORY, NULL);
+    if (root_fd >= 0 && cwd_fd < 0 && errno == ENOENT) {
+      cwd_fd = safepath_mkdir_p(root_fd, p->cwd, 0755, &err);
+      if (cwd_fd < 0) {
+        cm_error_prefix(&err, "create cwd \"%s\"", p->cwd);
+        fail(sync_fd, err);
+      }
+    }
+  }
   /* sysctls go in before /proc/sys is made read-only by readonlyPaths. */
   if (s->linux_.sysctl.count && sysctl_apply(&s->linux_.sysctl, &err) < 0)
     fail(sync_fd, err);

@@ -38,6 +38,8 @@ static bool ns_new(const struct spec *s, enum spec_ns_type t) {
 static int validate_for_create(const struct spec *s, const struct create_options *o, struct cm_error **err) {
   if (s->process == NULL)
     return cm_error_set(err, 0, "config.json: .process: missing");
+  if (o->console_socket && !s->process->terminal)
+    return cm_error_set(err, 0, "--console-socket given but config.json's .process.terminal is false");
   if (s->process->terminal && !o->foreground && o->console_socket == NULL)
     return cm_error_set(err, 0, "config.json: .process.terminal is true but --console-socket was not given");
   if (!s->linux_.namespaces[SPEC_NS_MOUNT].present)
