@@ -100,7 +100,14 @@ clean:
 format:
 	clang-format -i $$(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c')
 
-.PHONY: all unit unit-bins check check-v2 install clean format
+# README's first command, as a target too: dependencies, build, a busybox container and its isolation.
+quickstart: all
+	scripts/quickstart.sh
+
+deps:
+	scripts/install-deps.sh all
+
+.PHONY: all unit unit-bins check check-v2 install clean format quickstart deps
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
 
 # Fuzzing (tests/fuzz): make fuzz [FUZZ_SECONDS=60]. Each tests/fuzz/fuzz_*.c is a libFuzzer
