@@ -18,9 +18,15 @@ setup() {
   [ -x "$CODEMODE_RUN" ] || { echo "$CODEMODE_RUN is not built (run make)" >&2; return 1; }
   cp "$PAYLOAD" "$BUNDLE/rootfs/escape"
   echo "codemode mcp escape test bundle" >"$BUNDLE/rootfs/.codemode-escape-marker"
+  # Bind sources live under /tmp: the suite's TMPDIR may be on /dev/shm, and the mcp profile
+  # refuses any bind from /dev (a host system tree).
+  HOST_DIR=$(mktemp -d /tmp/cm-mcp-host.XXXXXX)
 }
 
-teardown() { cm_teardown; }
+teardown() {
+  rm -rf --one-file-system "$HOST_DIR"
+  cm_teardown
+}
 
 # esc [codemode-run options…] -- ATTEMPT [ARG]: run the payload under the mcp profile.
 esc() {
@@ -84,10 +90,10 @@ contained() {
 }
 
 @test "mcp escape: a read-only bind mount stays read-only" {
-  mkdir -p "$TEST_DIR/data"
-  echo original >"$TEST_DIR/data/file"
-  contained --mount "$TEST_DIR/data:/data:ro" -- write /data/file
-  [ "$(cat "$TEST_DIR/data/file")" = original ]
+  mkdir -p "$HOST_DIR/data"
+  echo original >"$HOST_DIR/data/file"
+  contained --mount "$HOST_DIR/data:/data:ro" -- write /data/file
+  [ "$(cat "$HOST_DIR/data/file")" = original ]
 }
 
 @test "mcp escape: /proc/sys and /sys are read-only" {
@@ -141,12 +147,12 @@ contained() {
   esc --mount /etc:/hostetc -- caps
   [ "$status" -eq 125 ]
   [[ "$output" == *refused* ]]
-  mkdir -p "$TEST_DIR/home/.ssh"
-  esc --mount "$TEST_DIR/home:/home" -- caps
+  mkdir -p "$HOST_DIR/home/.ssh"
+  esc --mount "$HOST_DIR/home:/home" -- caps
   [ "$status" -eq 125 ]
   [[ "$output" == *credentials* ]]
-  ln -s /root "$TEST_DIR/innocent"
-  esc --mount "$TEST_DIR/innocent:/x" -- caps
+  ln -s /root "$HOST_DIR/innocent"
+  esc --mount "$HOST_DIR/innocent:/x" -- caps
   [ "$status" -eq 125 ]
   [[ "$output" == *refused* ]]
   esc --mount /:/host -- caps
