@@ -38,7 +38,9 @@ if ! cmp -s "$here/package.json" "$cache/package.json" || [ ! -d "$cache/node_mo
   }
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/cm-mcp.XXXXXX")
+# Under /tmp, not the suite's TMPDIR: that may be on /dev/shm, and the mcp profile refuses every
+# bind mount from /dev (a host system tree), the test's /data among them.
+work=$(mktemp -d /tmp/cm-mcp.XXXXXX)
 state=$work/state
 data=$work/data
 id=cm-test-mcp-$$
