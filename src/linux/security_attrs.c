@@ -198,26 +198,45 @@ static int write_proc_attr(const char *relpath, const char *value, struct cm_err
   return 0;
 }
 
-int lsm_apply_exec_label(const struct spec_process *p, struct cm_error **err) {
-  if (p->apparmor_profile && *p->apparmor_profile) {
-    /* Silently running unconfined when a profile was asked for would be a downgrade. */
-    if (!apparmor_enabled())
-      return cm_error_set(err, 0, "apparmor profile %s requested but AppArmor is not enabled on this host",
-                          p->apparmor_profile);
-    cleanup_free char *cmd = NULL;
-    if (asprintf(&cmd, "exec %s", p->apparmor_profile) < 0)
-      return cm_error_set(err, ENOMEM, "apparmor");
-    cleanup_error struct cm_error *first = NULL;
-    if (write_proc_attr("thread-self/attr/apparmor/exec", cmd, &first) < 0) {
-      /* Kernels before 5.8 only have the shared attr/exec. */
-      if (first->errnum != ENOENT) {
-        *err = cm_steal_ptr(&first);
-        return cm_error_prefix(err, "apparmor profile %s", p->apparmor_profile);
-      }
-      if (write_proc_attr("thread-self/attr/exec", cmd, err) < 0)
-        return cm_error_prefix(err, "apparmor profile %s", p->apparmor_profile);
-    }
+/* AppArmor's own attr/apparmor/exec (5.8+), else the shared attr/exec of older kernels. Only a
+ * missing file falls back: an ENOENT from the write itself means the profile is not loaded. */
+static int apparmor_exec_attr_open(struct cm_error **err) {
+  cleanup_error struct cm_error *first = NULL;
+  int fd = procfs_open("thread-self/attr/apparmor/exec", O_WRONLY, &first);
+  if (fd >= 0)
+    return fd;
+  if (first->errnum != ENOENT) {
+    *err = cm_steal_ptr(&first);
+    return -1;
   }
+  return procfs_open("thread-self/attr/exec", O_WRONLY, err);
+}
+
+static int apparmor_apply_exec_profile(const char *profile, struct cm_error **err) {
+  /* Silently running unconfined when a profile was asked for would be a downgrade. */
+  if (!apparmor_enabled())
+    return cm_error_set(err, 0, "apparmor profile %s requested but AppArmor is not enabled on this host",
+                        profile);
+  cleanup_free char *cmd = NULL;
+  if (asprintf(&cmd, "exec %s", profile) < 0)
+    return cm_error_set(err, ENOMEM, "apparmor");
+  cleanup_close int fd = apparmor_exec_attr_open(err);
+  if (fd < 0)
+    return cm_error_prefix(err, "apparmor profile %s", profile);
+  if (write_all(fd, cmd, strlen(cmd)) < 0) {
+    if (errno == ENOENT)
+      return cm_error_set(err, errno,
+                          "apparmor profile %s is not loaded in the kernel (load it with apparmor_parser)",
+                          profile);
+    return cm_error_set(err, errno, "apparmor profile %s: write \"%s\"", profile, cmd);
+  }
+  return 0;
+}
+
+int lsm_apply_exec_label(const struct spec_process *p, struct cm_error **err) {
+  if (p->apparmor_profile && *p->apparmor_profile &&
+      apparmor_apply_exec_profile(p->apparmor_profile, err) < 0)
+    return -1;
   if (p->selinux_label && *p->selinux_label) {
     if (!selinux_enabled())
       return cm_error_set(err, 0, "selinux label %s requested but SELinux is not enabled on this host",
