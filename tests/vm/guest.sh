@@ -16,6 +16,8 @@ if [ "$$" -eq 1 ]; then
   mount -t tmpfs -o mode=755 tmpfs /run
   mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
   mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+  # AppArmor's policy interface (apparmor_parser loads the test profile through it).
+  mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
   exec </dev/console >/dev/console 2>&1
 fi
 

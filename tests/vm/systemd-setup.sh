@@ -12,11 +12,12 @@ mkdir -p "$etc"
 # minutes (whiteouts for every file), and the tests keep nothing there.
 mkdir -p "$root/etc/tmpfiles.d"
 : >"$root/etc/tmpfiles.d/tmp.conf"
-# Units that fail or are slow here (the host's docker and containerd need configuration), and
+# Units that fail or are slow here (the host's docker and containerd need configuration,
+# apparmor.service compiles every host profile under TCG), and
 # gettys that would write login prompts onto the serial console the results travel on.
 for u in docker.service docker.socket containerd.service serial-getty@ttyS0.service getty@tty1.service \
   systemd-timesyncd.service apt-daily.timer apt-daily-upgrade.timer man-db.timer e2scrub_reap.service \
-  cron.service ssh.service systemd-networkd.service networking.service; do
+  cron.service ssh.service systemd-networkd.service networking.service apparmor.service; do
   ln -sf /dev/null "$etc/$u"
 done
 # The host tree carries /.dockerenv: systemd would think it runs in a container and ignore the
