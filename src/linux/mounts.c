@@ -86,8 +86,8 @@ static int fs_config_options(int fs_fd, const char *type, const char *data, stru
   return 0;
 }
 
-int mount_new_fs(const char *type, const char *source, unsigned long flags, const char *data,
-                 struct cm_error **err) {
+int mount_new_fs_labeled(const char *type, const char *source, unsigned long flags, const char *data,
+                         const char *selinux_context, struct cm_error **err) {
   cleanup_close int fs_fd = fsopen(type, FSOPEN_CLOEXEC);
   if (fs_fd < 0)
     return cm_error_set(err, errno, "fsopen %s", type);
@@ -95,6 +95,9 @@ int mount_new_fs(const char *type, const char *source, unsigned long flags, cons
     return cm_error_set(err, errno, "%s source \"%s\"", type, source);
   if (fs_config_options(fs_fd, type, data, err) < 0)
     return -1;
+  /* linux.mountLabel: set on its own, since an SELinux context may itself contain commas. */
+  if (selinux_context && fsconfig(fs_fd, FSCONFIG_SET_STRING, "context", selinux_context, 0) < 0)
+    return cm_error_set(err, errno, "%s option context=\"%s\" (linux.mountLabel)", type, selinux_context);
   /* Superblock flags have no mount attribute; they are fs-context flags. */
   static const struct {
     unsigned long ms;
@@ -220,6 +223,24 @@ static int verify_fs_type(int root_fd, const char *dest, const char *type, struc
   return 0;
 }
 
+int mount_new_fs(const char *type, const char *source, unsigned long flags, const char *data,
+                 struct cm_error **err) {
+  return mount_new_fs_labeled(type, source, flags, data, NULL, err);
+}
+
+/* The filesystems runc labels with linux.mountLabel: the ones the container writes to; procfs,
+ * sysfs and cgroup keep the kernel's own labels. */
+static const char *label_for(const struct spec *s, const char *type) {
+  const char *label = s->linux_.mount_label;
+  if (!label || !*label)
+    return NULL;
+  static const char *const labeled[] = {"tmpfs", "devpts", "mqueue", "shm"};
+  for (size_t i = 0; i < sizeof(labeled) / sizeof(labeled[0]); i++)
+    if (strcmp(type, labeled[i]) == 0)
+      return label;
+  return NULL;
+}
+
 static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd, struct cm_error **err) {
   bool is_bind = rootfs_mount_is_bind(m);
   if (m->idmap)
@@ -270,7 +291,7 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   if (is_bind)
     mnt_fd = mount_clone_tree(src_fd, (m->flags & MS_REC) != 0, flags, m->clear_flags, err);
   else
-    mnt_fd = mount_new_fs(m->type, m->source, flags, m->data, err);
+    mnt_fd = mount_new_fs_labeled(m->type, m->source, flags, m->data, label_for(s, m->type), err);
   if (mnt_fd < 0)
     return -1;
   if (m->recursive_readonly && mount_set_readonly(mnt_fd, true, err) < 0)

@@ -19,6 +19,8 @@ void mount_attr_from_flags(unsigned long flags, unsigned long clear_flags, struc
 /* A new, detached filesystem mount ("tmpfs", "proc" …). `data` is the comma-separated option
  * string mount(2) would take. Returns the mount fd; errors name the type and include the
  * kernel's own message when it gives one. */
+int mount_new_fs_labeled(const char *type, const char *source, unsigned long flags, const char *data,
+                         const char *selinux_context, struct cm_error **err);
 int mount_new_fs(const char *type, const char *source, unsigned long flags, const char *data,
                  struct cm_error **err);
 /* A detached clone of the mount tree at src_fd (AT_RECURSIVE when `recursive`), with `flags`

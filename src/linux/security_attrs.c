@@ -182,7 +182,7 @@ static bool apparmor_enabled(void) {
   return lsm_listed(CM_LSM_ID_APPARMOR) == 1;
 }
 
-static bool selinux_enabled(void) {
+bool lsm_selinux_enabled(void) {
   struct statfs sfs;
   if (statfs("/sys/fs/selinux", &sfs) == 0 && (uint32_t)sfs.f_type == (uint32_t)SELINUX_MAGIC)
     return true;
@@ -238,7 +238,7 @@ int lsm_apply_exec_label(const struct spec_process *p, struct cm_error **err) {
       apparmor_apply_exec_profile(p->apparmor_profile, err) < 0)
     return -1;
   if (p->selinux_label && *p->selinux_label) {
-    if (!selinux_enabled())
+    if (!lsm_selinux_enabled())
       return cm_error_set(err, 0, "selinux label %s requested but SELinux is not enabled on this host",
                           p->selinux_label);
     if (write_proc_attr("thread-self/attr/exec", p->selinux_label, err) < 0)

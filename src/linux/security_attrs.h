@@ -5,6 +5,8 @@
 #include "util/error.h"
 #include <stdbool.h>
 int no_new_privs_apply(struct cm_error **err);
+/* selinuxfs is mounted: SELinux labels (process and mount) can be applied. */
+bool lsm_selinux_enabled(void);
 /* Set the exec-time label (apparmor: /proc/self/attr/apparmor/exec "exec PROFILE"; selinux:
  * /proc/self/attr/exec). Error if asked for and the LSM is not active. The LSM checks read
  * /sys/module/apparmor and /sys/fs/selinux (or, on kernels >= 6.8, lsm_list_modules(2)), so on

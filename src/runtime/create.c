@@ -20,6 +20,7 @@
 #include "linux/console.h"
 #include "linux/namespaces.h"
 #include "linux/seccomp.h"
+#include "linux/security_attrs.h"
 #include "linux/selfclone.h"
 #include "linux/sysctl.h"
 #include "runtime/container_init.h"
@@ -38,6 +39,9 @@ static bool ns_new(const struct spec *s, enum spec_ns_type t) {
 static int validate_for_create(const struct spec *s, const struct create_options *o, struct cm_error **err) {
   if (s->process == NULL)
     return cm_error_set(err, 0, "config.json: .process: missing");
+  /* Asked-for labels are never dropped silently: without SELinux, refuse. */
+  if (s->linux_.mount_label && *s->linux_.mount_label && !lsm_selinux_enabled())
+    return cm_error_set(err, 0, "config.json: .linux.mountLabel: SELinux is not enabled on this host");
   if (o->console_socket && !s->process->terminal)
     return cm_error_set(err, 0, "--console-socket given but config.json's .process.terminal is false");
   if (s->process->terminal && !o->foreground && o->console_socket == NULL)
