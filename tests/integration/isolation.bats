@@ -182,3 +182,15 @@ load ../lib/helpers
   [ "$status" -eq 0 ]
   [ "$output" != "$(readlink /proc/self/ns/ipc)" ]
 }
+
+@test "linux.mountLabel is applied with SELinux and refused clearly without it" {
+  set_cfg '.linux.mountLabel = "system_u:object_r:container_file_t:s0:c1,c2"'
+  run_cm run -b "$BUNDLE" "$CID"
+  if [ "$(stat -f -c %T /sys/fs/selinux 2>/dev/null)" = selinuxfs ]; then
+    [ "$status" -eq 0 ]
+  else
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == *".linux.mountLabel"*"SELinux is not enabled"* ]]
+    [ -z "$(ls -A "$ROOT" 2>/dev/null)" ]
+  fi
+}
