@@ -74,7 +74,9 @@ fetch_kernel() {
 }
 fetch_kernel || cannot "cannot get Debian's kernel (apt-get download linux-image-amd64's package into $CACHE)"
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/cm-vm.XXXXXX")
+# Under /tmp, not the suite's TMPDIR: that may be on /dev/shm, which the guest does not share
+# (it sees the host's root filesystem over 9p, and /dev is its own).
+WORK=$(mktemp -d /tmp/cm-vm.XXXXXX)
 chmod 755 "$WORK"
 cleanup() {
   [ -n "${QEMU_PID:-}" ] && kill "$QEMU_PID" 2>/dev/null
