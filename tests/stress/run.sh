@@ -98,11 +98,12 @@ wait_status() { # wait_status ID STATUS: poll up to 10 s
 }
 
 # fds_of PID: its open fd numbers, space-separated.
-fds_of() { ls "/proc/$1/fd" 2>/dev/null | sort -n | tr '\n' ' '; }
+fds_of() { find "/proc/$1/fd" -mindepth 1 -printf '%f\n' 2>/dev/null | sort -n | tr '\n' ' '; }
 
 # One worker: R rounds on its own ids. Failures go to $work/fail.W, fd leaks to $work/fd.W.
 worker() {
-  local w=$1 r id log=$work/log.$w fails=$work/fail.$w fdl=$work/fd.$w pid fds
+  local w=$1
+  local r id log=$work/log.$w fails=$work/fail.$w fdl=$work/fd.$w pid fds
   for ((r = 1; r <= R; r++)); do
     id=$PREFIX-$w-$r
     {
