@@ -82,9 +82,21 @@ out:
 
 /* pidfd: the signal reaches the process we checked, never one that reused its pid. */
 static int signal_init(const struct container *o, int signo, struct cm_error **err) {
-  cleanup_close int pidfd = pidfd_open(o->st.pid, 0);
-  if (pidfd < 0 || !state_pid_alive(o->st.pid, o->st.pid_start_time))
+  if (o->st.pid <= 0) /* kill(2) of 0 or -1 would reach our process group or everything */
     return cm_error_set(err, 0, "container not running");
+  cleanup_close int pidfd = pidfd_open(o->st.pid, 0);
+  bool no_pidfd = pidfd < 0 && errno == ENOSYS;
+  if ((pidfd < 0 && !no_pidfd) || !state_pid_alive(o->st.pid, o->st.pid_start_time))
+    return cm_error_set(err, 0, "container not running");
+  /* No pidfd_open (a kernel before 5.3, or valgrind 3.19): kill(2) right after the start-time
+   * check, so a reused pid could only be hit within that instant. */
+  if (no_pidfd) {
+    if (kill(o->st.pid, signo) == 0)
+      return 0;
+    if (errno == ESRCH)
+      return cm_error_set(err, 0, "container not running");
+    return cm_error_set(err, errno, "kill container \"%s\" with signal %d", o->st.id, signo);
+  }
   if (pidfd_send_signal(pidfd, signo, NULL, 0) < 0) {
     if (errno == ESRCH)
       return cm_error_set(err, 0, "container not running");
