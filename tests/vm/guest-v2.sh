@@ -166,6 +166,46 @@ devices() {
 t "the eBPF device filter allows /dev/zero and denies a mknod'ed /dev/mem (c 1:1)" devices
 cleanup_container dev
 
+# blockIO throttles through io.max on run.sh's scratch disk (/dev/vda, 64 MiB of zeros). The
+# container gets the node via linux.devices plus a device-cgroup allow rule; dd uses O_DIRECT so
+# every byte passes the throttle (buffered writes would land in the page cache). Timed inside the
+# container with /proc/uptime. Only a lower bound: TCG is slow, this checks the throttle works.
+blk_stopped() { [ "$(state_of blk)" = stopped ]; }
+throttle() {
+  local d=$CG/cmvm/blk devno maj min out
+  rm -f /run/cmvm-blk.times
+  devno=$(cat /sys/block/vda/dev 2>/dev/null) || { echo "no /sys/block/vda (run.sh's scratch disk)"; return 1; }
+  maj=${devno%:*} min=${devno#*:}
+  local script='t0=$(cut -d" " -f1 /proc/uptime);
+    dd if=/dev/zero of=/dev/vda bs=64k count=64 oflag=direct || exit 10; t1=$(cut -d" " -f1 /proc/uptime);
+    dd if=/dev/vda of=/dev/null bs=64k count=32 iflag=direct || exit 11; t2=$(cut -d" " -f1 /proc/uptime);
+    echo "$t0 $t1 $t2"'
+  # Joined into one line: bundle() takes no newlines in arguments.
+  bundle blk sh -c "${script//$'\n'/ }" >/dev/null
+  cfg blk ".linux.devices += [{path: \"/dev/vda\", type: \"b\", major: $maj, minor: $min, fileMode: 432, uid: 0, gid: 0}] |
+    .linux.resources.devices += [{allow: true, type: \"b\", major: $maj, minor: $min, access: \"rw\"}] |
+    .linux.resources.blockIO = {
+      throttleWriteBpsDevice: [{major: $maj, minor: $min, rate: 1048576}],
+      throttleReadBpsDevice: [{major: $maj, minor: $min, rate: 2097152}]}"
+  # create's stdio is the container's: the dd timings land in /run/cmvm-blk.log.
+  cm create -b $BUNDLES/blk blk </dev/null >/run/cmvm-blk.log 2>&1 || { cat /run/cmvm-blk.log; return 1; }
+  # Checked before start: the limits must be in place before the first write.
+  out=$(grep "^$devno " $d/io.max)
+  [[ $out == "$devno rbps=2097152 wbps=1048576 riops=max wiops=max" ]] || { echo "io.max: '$out'"; cat $d/io.max; return 1; }
+  cm start blk || return 1
+  wait_for 60 blk_stopped || return 1
+  cat /run/cmvm-blk.log
+  out=$(tail -n 1 /run/cmvm-blk.log)
+  [[ $out =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+$ ]] || { echo "the container did not finish (10: write failed, 11: read failed)"; return 1; }
+  echo "$out" | awk '{ w = $2 - $1; r = $3 - $2
+      printf "# write 4 MiB at 1 MiB/s: %.2f s, read 2 MiB at 2 MiB/s: %.2f s\n", w, r
+      exit !(w >= 2 && r >= 0.5) }' | tee /run/cmvm-blk.times
+  return "${PIPESTATUS[1]}"
+}
+t "blockIO throttle{Write,Read}BpsDevice: io.max set, direct dd to /dev/vda slowed to the limit" throttle
+[ -s /run/cmvm-blk.times ] && cat /run/cmvm-blk.times
+cleanup_container blk
+
 # process.apparmorProfile: Debian's kernel has AppArmor built in and on by default. The profile
 # allows everything but writes to /tmp/denied (audited, for the kernel log check), so a working
 # label shows as exactly that EACCES.

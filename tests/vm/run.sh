@@ -102,7 +102,8 @@ add_module() {
   for d in $(mod_depends "${MOD_PATH[$m]}"); do add_module "$d" || return 1; done
   MOD_ORDER+=("$m")
 }
-for m in virtio_pci 9pnet_virtio 9p overlay; do
+# virtio_blk: the scratch disk the io.max throttle test writes to.
+for m in virtio_pci 9pnet_virtio 9p overlay virtio_blk; do
   add_module "$m" || cannot "the kernel in $KDIR lacks module $m"
 done
 
@@ -121,6 +122,8 @@ build_initramfs || cannot "building the initramfs failed"
 # --- what the guest tests use, prepared here (the guest sees the host tree read-only) ---------
 "$repo/rootfs-tools/make-busybox-bundle.sh" "$WORK/bundle" >/dev/null 2>&1 ||
   cannot "rootfs-tools/make-busybox-bundle.sh failed"
+# A sparse 64 MiB scratch disk (the guest's /dev/vda): the blockIO throttle test writes raw to it.
+truncate -s 64M "$WORK/disk.img" || cannot "creating the scratch disk $WORK/disk.img failed"
 
 # --- boot -------------------------------------------------------------------------------------
 TESTNO=0
@@ -140,6 +143,7 @@ boot() {
   timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -nodefaults -no-reboot -accel tcg,thread=multi \
     -smp 2 -m 1536 -display none -monitor none -serial "file:$serial" \
     -kernel "$VMLINUZ" -initrd "$WORK/initramfs.gz" \
+    -drive "file=$WORK/disk.img,if=virtio,format=raw,cache=none" \
     -virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap" \
     -append "console=ttyS0 loglevel=1 panic=-1 mitigations=off nokaslr no_timer_check cmvm.repo=$repo cmvm.work=$WORK cmvm.variant=$variant cmvm.codemode=$CODEMODE cmvm.trace=${CM_VM_TRACE:-0} cmvm.only=${CM_VM_ONLY:-} $init_arg" \
     </dev/null >"$WORK/qemu-$variant.out" 2>&1 &
