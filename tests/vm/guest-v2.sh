@@ -176,6 +176,11 @@ throttle() {
   rm -f /run/cmvm-blk.times
   devno=$(cat /sys/block/vda/dev 2>/dev/null) || { echo "no /sys/block/vda (run.sh's scratch disk)"; return 1; }
   maj=${devno%:*} min=${devno#*:}
+  # The same write outside any limit, for the report: shows the slowness is the throttle, not TCG.
+  local u0 u1
+  u0=$(cut -d" " -f1 /proc/uptime)
+  dd if=/dev/zero of=/dev/vda bs=64k count=64 oflag=direct 2>/dev/null || { echo "unthrottled dd to /dev/vda failed"; return 1; }
+  u1=$(cut -d" " -f1 /proc/uptime)
   local script='t0=$(cut -d" " -f1 /proc/uptime);
     dd if=/dev/zero of=/dev/vda bs=64k count=64 oflag=direct || exit 10; t1=$(cut -d" " -f1 /proc/uptime);
     dd if=/dev/vda of=/dev/null bs=64k count=32 iflag=direct || exit 11; t2=$(cut -d" " -f1 /proc/uptime);
@@ -197,8 +202,8 @@ throttle() {
   cat /run/cmvm-blk.log
   out=$(tail -n 1 /run/cmvm-blk.log)
   [[ $out =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+$ ]] || { echo "the container did not finish (10: write failed, 11: read failed)"; return 1; }
-  echo "$out" | awk '{ w = $2 - $1; r = $3 - $2
-      printf "# write 4 MiB at 1 MiB/s: %.2f s, read 2 MiB at 2 MiB/s: %.2f s\n", w, r
+  echo "$out $u0 $u1" | awk '{ w = $2 - $1; r = $3 - $2
+      printf "# write 4 MiB at 1 MiB/s: %.2f s (unthrottled: %.2f s), read 2 MiB at 2 MiB/s: %.2f s\n", w, $5 - $4, r
       exit !(w >= 2 && r >= 0.5) }' | tee /run/cmvm-blk.times
   return "${PIPESTATUS[1]}"
 }
