@@ -33,6 +33,7 @@
 #include "linux/selfclone.h"
 #include "policy/profile.h"
 #include "policy/seccomp_profile.h"
+#include "runtime/foreground.h"
 #include "runtime/runtime.h"
 #include "runtime/state.h"
 #include "spec/json_util.h"
@@ -596,25 +597,6 @@ static void stop_container(struct loop *l, int sig) {
   }
 }
 
-/* Copy one chunk; false on EOF or error of `from`. */
-static bool pump(int from, int to) {
-  char buf[16384];
-  ssize_t n = read(from, buf, sizeof(buf));
-  if (n < 0 && (errno == EINTR || errno == EAGAIN))
-    return true;
-  if (n <= 0)
-    return false;
-  for (ssize_t off = 0; off < n;) {
-    ssize_t w = write(to, buf + off, (size_t)(n - off));
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0)
-      return true; /* the reader went away: keep draining so the writer is not blocked */
-    off += w;
-  }
-  return true;
-}
-
 static int exit_code_of(int status) {
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
@@ -679,7 +661,7 @@ static int wait_loop(struct loop *l) {
     bool activity = false;
     if (fds[4].revents & (POLLIN | POLLHUP | POLLERR)) {
       activity = true;
-      if (!pump(l->in_from, l->in_to)) {
+      if (!foreground_pump(l->in_from, l->in_to)) {
         /* EOF from the client: the server sees EOF too (MCP's "clean shutdown"). */
         close(l->in_to);
         l->in_to = -1;
@@ -688,7 +670,7 @@ static int wait_loop(struct loop *l) {
     }
     if (fds[5].revents & (POLLIN | POLLHUP | POLLERR)) {
       activity = true;
-      if (!pump(l->out_from, l->out_to)) {
+      if (!foreground_pump(l->out_from, l->out_to)) {
         close(l->out_from);
         l->out_from = -1;
       }

@@ -2,7 +2,12 @@
 #ifndef CM_RUNTIME_FOREGROUND_H
 #define CM_RUNTIME_FOREGROUND_H
 
+#include <stdbool.h>
 #include <sys/types.h>
+
+/* Copy what is readable from `from` to `to`; false on EOF or a read error of `from`. A reader
+ * that went away is not an error: draining goes on, so the writer is never blocked. */
+bool foreground_pump(int from, int to);
 
 /* With every signal blocked and `sigfd` a signalfd for them: forward each signal to `pid`,
  * proxy the terminal (master >= 0: stdin → master, master → stdout, raw mode, window size),

@@ -28,8 +28,7 @@ static int exit_code_of(int status) {
   return 255;
 }
 
-/* Copy what is readable from `from` to `to`; returns false on EOF/error of `from`. */
-static bool pump(int from, int to) {
+bool foreground_pump(int from, int to) {
   char buf[8192];
   ssize_t n = read(from, buf, sizeof(buf));
   if (n <= 0)
@@ -69,9 +68,9 @@ int foreground_wait_and_forward(pid_t init, int sigfd, int master, int *exit_sta
     if (r == 0 && exited)
       break;
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR))
-      master_open = pump(master, STDOUT_FILENO);
+      master_open = foreground_pump(master, STDOUT_FILENO);
     if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-      if (!pump(STDIN_FILENO, master))
+      if (!foreground_pump(STDIN_FILENO, master))
         stdin_open = false;
     }
     if (fds[0].revents & POLLIN) {
