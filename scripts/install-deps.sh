@@ -10,8 +10,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build_pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libyajl-dev libmnl-dev
   libsystemd-dev libcmocka-dev)
 # bats/jq drive the suites; busybox-static makes the test rootfs; iproute2 and util-linux
-# (unshare) set up namespaces to join; runc/crun are the side-by-side references.
-test_pkgs=(bats jq busybox-static iproute2 util-linux procps runc crun)
+# (unshare) set up namespaces to join; runc/crun are the side-by-side references; clang builds
+# the libFuzzer targets.
+test_pkgs=(bats jq busybox-static iproute2 util-linux procps runc crun clang)
 
 case ${1:-all} in
   build) rt_ensure_packages "${build_pkgs[@]}" ;;
