@@ -106,14 +106,20 @@ freeze() {
 t "pause freezes (cgroup.freeze, no CPU used) and resume thaws" freeze
 cleanup_container spin
 
+# wait_for's conditions: a "$(...)" in its arguments would be expanded once, before the polling.
+procs_at_least() { [ "$(wc -l <"$1/cgroup.procs")" -ge "$2" ]; }
+procs_none() { [ ! -s "$1/cgroup.procs" ]; }
+is_stopped() { [ "$(state_of "$1")" = stopped ]; }
+pids_max_hit() { [ "$(key "$1/pids.events" max)" -ge 1 ]; }
+
 kill_all() {
   local d=$CG/cmvm/many
   bundle many sh -c 'sleep 1000 & sleep 1000 & sleep 1000 & sleep 1000' >/dev/null
   run_detached many || return 1
-  wait_for 10 test "$(wc -l <$d/cgroup.procs)" -ge 4 || return 1
+  wait_for 10 procs_at_least $d 4 || return 1
   cm kill --all many KILL || return 1
-  wait_for 10 test "$(wc -l <$d/cgroup.procs)" -eq 0 || { cat $d/cgroup.procs; return 1; }
-  wait_for 5 test "$(state_of many)" = stopped
+  wait_for 10 procs_none $d || { cat $d/cgroup.procs; return 1; }
+  wait_for 5 is_stopped many
 }
 t "kill --all KILL (cgroup.kill) reaches every process" kill_all
 cleanup_container many
@@ -150,7 +156,7 @@ fork_bomb() {
   bundle bomb sh -c 'i=0; while [ $i -lt 40 ]; do sleep 1000 & i=$((i+1)); done 2>/dev/null; sleep 1000' >/dev/null
   cfg bomb '.linux.resources.pids = {limit: 10}'
   run_detached bomb || return 1
-  wait_for 20 test "$(key $d/pids.events max)" -ge 1 || { cat $d/pids.events; return 1; }
+  wait_for 20 pids_max_hit $d || { cat $d/pids.events; return 1; }
   [ "$(cat $d/pids.current)" -le 10 ] || { echo "pids.current $(cat $d/pids.current) > 10"; return 1; }
 }
 t "a fork bomb stops at pids.max (fork fails, pids.events max counted)" fork_bomb
@@ -170,7 +176,6 @@ cleanup_container dev
 # container gets the node via linux.devices plus a device-cgroup allow rule; dd uses O_DIRECT so
 # every byte passes the throttle (buffered writes would land in the page cache). Timed inside the
 # container with /proc/uptime. Only a lower bound: TCG is slow, this checks the throttle works.
-blk_stopped() { [ "$(state_of blk)" = stopped ]; }
 throttle() {
   local d=$CG/cmvm/blk devno maj min out
   rm -f /run/cmvm-blk.times
@@ -198,7 +203,7 @@ throttle() {
   out=$(grep "^$devno " $d/io.max)
   [[ $out == "$devno rbps=2097152 wbps=1048576 riops=max wiops=max" ]] || { echo "io.max: '$out'"; cat $d/io.max; return 1; }
   cm start blk || return 1
-  wait_for 60 blk_stopped || return 1
+  wait_for 60 is_stopped blk || return 1
   cat /run/cmvm-blk.log
   out=$(tail -n 1 /run/cmvm-blk.log)
   [[ $out =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+$ ]] || { echo "the container did not finish (10: write failed, 11: read failed)"; return 1; }
