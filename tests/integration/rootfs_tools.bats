@@ -287,7 +287,7 @@ PY
   jq -n '[{Config: "config.json", RepoTags: ["test:latest"], Layers: $ARGS.positional}]' --args "${layers[@]}" >"$s/manifest.json"
   tar -C "$s" -cf "$W/saved.tar" .
   run "$TOOLS/make-docker-export-bundle.sh" "$W/saved.tar" "$W/b"
-  [ "$status" -eq 0 ]
+  [ "$status" -eq 0 ] || { echo "make-docker-export-bundle.sh: $output" >&2; false; }
   run_cm run -b "$W/b" "$CID"
   [ "$status" -eq 0 ]
   expect_test_image_output
