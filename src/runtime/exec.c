@@ -260,6 +260,9 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   const struct spec_seccomp *stacked_spec = NULL;
   bool has_seccomp = false, has_stacked = false;
   int pidfd = -1, child_sock = -1;
+  int ns_fds[SPEC_NS_COUNT];
+  for (int t = 0; t < SPEC_NS_COUNT; t++)
+    ns_fds[t] = -1;
   int rc = -1;
 
   switch (c.status) {
@@ -328,11 +331,24 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
 
   /* The pidfd first, then the start-time check: the fd then names the init we verified. */
   pidfd = (int)pidfd_open(c.st.pid, 0);
-  if (pidfd < 0 || !state_pid_alive(c.st.pid, c.st.pid_start_time)) {
+  bool no_pidfd = pidfd < 0 && errno == ENOSYS;
+  int ns_flags = namespaces_to_join(c.st.pid);
+  if (no_pidfd) {
+    /* Kernels before 5.3 (and valgrind): the namespace files, opened before the same check. */
+    for (int t = 0; t < SPEC_NS_COUNT; t++) {
+      if (!(ns_flags & spec_ns_clone_flag(t)))
+        continue;
+      char path[64];
+      snprintf(path, sizeof(path), "/proc/%d/ns/%s", c.st.pid, spec_ns_proc_name(t));
+      ns_fds[t] = open(path, O_RDONLY | O_CLOEXEC);
+      if (ns_fds[t] < 0)
+        no_pidfd = false; /* init is gone: reported just below */
+    }
+  }
+  if ((pidfd < 0 && !no_pidfd) || !state_pid_alive(c.st.pid, c.st.pid_start_time)) {
     cm_error_set(err, 0, "cannot exec in a stopped container");
     goto out;
   }
-  int ns_flags = namespaces_to_join(c.st.pid);
 
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
@@ -342,8 +358,12 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   int min_fd = 3 + o->preserve_fds;
   r->sock = fd_move_above(pair[0], min_fd, err);
   child_sock = fd_move_above(pair[1], min_fd, err);
-  pidfd = fd_move_above(pidfd, min_fd, err);
-  if (r->sock < 0 || child_sock < 0 || pidfd < 0)
+  if (pidfd >= 0 && (pidfd = fd_move_above(pidfd, min_fd, err)) < 0)
+    goto out;
+  for (int t = 0; t < SPEC_NS_COUNT; t++)
+    if (ns_fds[t] >= 0 && (ns_fds[t] = fd_move_above(ns_fds[t], min_fd, err)) < 0)
+      goto out;
+  if (r->sock < 0 || child_sock < 0)
     goto out;
 
   r->stage1 = fork();
@@ -365,6 +385,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
         .seccomp = has_seccomp ? &seccomp : NULL,
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
     };
+    memcpy(cc.ns_fds, ns_fds, sizeof(ns_fds));
     exec_stage1(&cc);
   }
   close(child_sock);
@@ -385,6 +406,9 @@ out:
     close(child_sock);
   if (pidfd >= 0)
     close(pidfd);
+  for (int t = 0; t < SPEC_NS_COUNT; t++)
+    if (ns_fds[t] >= 0)
+      close(ns_fds[t]);
   if (has_seccomp)
     seccomp_program_free(&seccomp);
   if (has_stacked)

@@ -55,11 +55,28 @@ void exec_stage1(const struct exec_child_config *c) {
 
   /* One setns on init's pidfd joins them all atomically, in the kernel's order (user first),
    * and names exactly the process we checked: no /proc/PID path a reused pid could redirect. */
-  if (c->ns_flags && setns(c->pidfd, c->ns_flags) < 0) {
-    cm_error_set(&err, errno, "join the container's namespaces (flags 0x%x)", c->ns_flags);
-    fail(c->sync_fd, err);
+  if (c->pidfd >= 0) {
+    if (c->ns_flags && setns(c->pidfd, c->ns_flags) < 0) {
+      cm_error_set(&err, errno, "join the container's namespaces (flags 0x%x)", c->ns_flags);
+      fail(c->sync_fd, err);
+    }
+    close(c->pidfd);
+  } else {
+    /* No pidfd (kernels before 5.3): one namespace at a time, the user namespace first so the
+     * others are joined with its privileges, the mount namespace last. */
+    static const enum spec_ns_type order[] = {SPEC_NS_USER, SPEC_NS_IPC, SPEC_NS_UTS, SPEC_NS_NETWORK,
+                                              SPEC_NS_PID, SPEC_NS_CGROUP, SPEC_NS_TIME, SPEC_NS_MOUNT};
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+      int fd = c->ns_fds[order[i]];
+      if (fd < 0)
+        continue;
+      if (setns(fd, 0) < 0) {
+        cm_error_set(&err, errno, "join the container's %s namespace", spec_ns_name(order[i]));
+        fail(c->sync_fd, err);
+      }
+      close(fd);
+    }
   }
-  close(c->pidfd);
 
   /* CLONE_PARENT: the process is the runtime's child (foreground exec waits for it), and the
    * caller's subreaper (the shim) inherits it when `exec --detach` returns. */

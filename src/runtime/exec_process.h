@@ -16,8 +16,9 @@ struct exec_child_config {
   const struct spec_process *process; /* complete: flags and fallbacks already merged */
   const char *id;
   int sync_fd;   /* child end of the sync socketpair (CLOEXEC) */
-  int pidfd;     /* the container's init */
+  int pidfd;     /* the container's init, or -1 where the kernel has no pidfd_open */
   int ns_flags;  /* CLONE_NEW* of the namespaces that differ from ours */
+  int ns_fds[SPEC_NS_COUNT]; /* without a pidfd: an fd of /proc/PID/ns/TYPE to join, else -1 */
   int preserve_fds;
   const struct seccomp_program *seccomp; /* NULL: none */
   /* A policy profile's filter, loaded just before `seccomp` as in init; NULL: none. */

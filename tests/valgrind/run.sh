@@ -12,9 +12,10 @@
 #    no mounts, masked or read-only paths and no rlimits. valgrind.supp holds its one false
 #    positive (mount(2) with a NULL type). Its "unhandled syscall" warnings (--PID-- lines; the
 #    call fails with ENOSYS and codemode falls back) are not memcheck errors (==PID== lines).
-#  - valgrind 3.19 has no pidfd_open either. kill falls back to kill(2) on ENOSYS; exec needs it
-#    to join the container safely: with such a valgrind exec is reported as skipped (TAP
-#    "# skip"), not passed.
+#  - valgrind 3.19 has no pidfd_open either: kill falls back to kill(2) and exec to the
+#    /proc/PID/ns files, both after the start-time check. Every process's report goes to one
+#    inherited fd (--log-fd): a log path would not resolve once exec's child joined the
+#    container's mount namespace.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -69,7 +70,7 @@ vg() {
   shift
   timeout --kill-after=5 300 "$work/sealed-exec" "$CODEMODE" valgrind -q --leak-check=full \
     --error-exitcode=99 --trace-children=no --suppressions="$here/valgrind.supp" \
-    --log-file="$work/vg.$name.%p" @EXE@ --root "$ROOT" "$@" </dev/null >"$work/out.$name" 2>&1 || rc=$?
+    --log-fd=9 @EXE@ --root "$ROOT" "$@" </dev/null >"$work/out.$name" 2>&1 9>"$work/vg.$name.log" || rc=$?
   logs=$(cat "$work"/vg."$name".* 2>/dev/null | grep '^==')
   if [ "$rc" -eq 0 ] && [ -z "$logs" ]; then
     pass "valgrind: $name is memcheck-clean"
