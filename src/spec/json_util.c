@@ -270,6 +270,8 @@ int jval_strv(struct jctx *c, yajl_val v, struct spec_strv *out, struct cm_error
       size_t mark = jpush_index(c, i);
       jerr(c, err, "must be a string");
       jpop(c, mark);
+      /* Nothing half-built goes back: a caller with the list on its stack just returns. */
+      spec_strv_free(out);
       return -1;
     }
     out->items[i] = xstrdup(item->u.string);
