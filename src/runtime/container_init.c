@@ -377,7 +377,8 @@ static void container_init(const struct init_config *c) {
   do
     n = read(c->fifo_fd, &byte, 1);
   while (n < 0 && errno == EINTR);
-  close(c->fifo_fd);
+  /* fifo_fd stays open (close-on-exec): `start` waits for its last reader to go, which must be
+   * our execve, after the startContainer hooks, not now. */
 
   /* From here errors go to the container's stderr: the runtime that created us is gone. */
   if (s->hooks[SPEC_HOOK_START_CONTAINER].count) {
