@@ -267,10 +267,11 @@ case_stats_top() {
 
 # --- options --------------------------------------------------------------------------------
 
+# --tmpfs mounts reach the runtime in Go map order, which differs from run to run: sorted.
 case_readonly_tmpfs() {
   drun "$1" --network none --read-only $IMG sh -c 'touch /x 2>/dev/null || echo ro; touch /dev/shm/ok && echo shm-rw'
   drun "$1" --network none --read-only --tmpfs /run:size=1m --tmpfs /scratch:mode=1777 $IMG sh -c \
-    'touch /run/ok && echo run-rw; grep -E " /(run|scratch) " /proc/mounts | cut -d" " -f1-3; stat -c %a /scratch'
+    'touch /run/ok && echo run-rw; grep -E " /(run|scratch) " /proc/mounts | cut -d" " -f1-3 | sort; stat -c %a /scratch'
 }
 @test "--read-only and --tmpfs" {
   same_as_runc case_readonly_tmpfs
