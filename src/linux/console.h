@@ -18,6 +18,9 @@ int console_setup_exec(const struct spec_process *p, struct cm_error **err);
 /* Runtime side (`--console-socket`): connect to the unix socket at `socket_path` and pass
  * `master_fd` over SCM_RIGHTS, as containerd's shim expects. */
 int console_socket_send(const char *socket_path, int master_fd, struct cm_error **err);
+/* A pty master the container sent: to --console-socket when there is one (and closed), else kept
+ * in *keep (closing what was there) for a foreground proxy. */
+int console_route_master(const char *console_socket, int master_fd, int *keep, struct cm_error **err);
 
 /* Runtime side, foreground `run` with a terminal: put the user's terminal `fd` in raw mode,
  * saving its settings in *saved; console_restore() puts them back (best effort, for exit paths). */

@@ -19,6 +19,20 @@ int console_socket_send(const char *socket_path, int master_fd, struct cm_error 
   return 0;
 }
 
+int console_route_master(const char *console_socket, int master_fd, int *keep, struct cm_error **err) {
+  if (master_fd < 0)
+    return cm_error_set(err, EPROTO, "console: no fd received");
+  if (console_socket) {
+    int r = console_socket_send(console_socket, master_fd, err);
+    close(master_fd);
+    return r < 0 ? cm_error_prefix(err, "--console-socket %s", console_socket) : 0;
+  }
+  if (*keep >= 0)
+    close(*keep);
+  *keep = master_fd;
+  return 0;
+}
+
 int console_set_raw(int fd, struct termios *saved, struct cm_error **err) {
   if (tcgetattr(fd, saved) < 0)
     return cm_error_set(err, errno, "terminal: get attributes of fd %d", fd);

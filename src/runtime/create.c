@@ -225,16 +225,8 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
         return -1;
       break;
     case SYNC_CONSOLE_FD:
-      if (fd < 0)
-        return cm_error_set(err, EPROTO, "console: no fd received");
-      if (r->opts->console_socket) {
-        int s = console_socket_send(r->opts->console_socket, fd, err);
-        close(fd);
-        if (s < 0)
-          return cm_error_prefix(err, "--console-socket %s", r->opts->console_socket);
-      } else {
-        r->console_master = fd;
-      }
+      if (console_route_master(r->opts->console_socket, fd, &r->console_master, err) < 0)
+        return -1;
       break;
     case SYNC_SECCOMP_NOTIFY_FD:
       if (fd < 0)

@@ -219,18 +219,8 @@ static int drive_child(struct exec_run *r, struct cm_error **err) {
       r->stage1 = 0;
       break;
     case SYNC_CONSOLE_FD:
-      if (fd < 0)
-        return cm_error_set(err, EPROTO, "console: no fd received");
-      if (r->opts->console_socket) {
-        int s = console_socket_send(r->opts->console_socket, fd, err);
-        close(fd);
-        if (s < 0)
-          return cm_error_prefix(err, "--console-socket %s", r->opts->console_socket);
-      } else {
-        if (r->console_master >= 0)
-          close(r->console_master);
-        r->console_master = fd;
-      }
+      if (console_route_master(r->opts->console_socket, fd, &r->console_master, err) < 0)
+        return -1;
       break;
     default:
       if (fd >= 0)
