@@ -62,6 +62,24 @@ int jget_kv(struct jctx *c, yajl_val obj, const char *key, struct spec_kv_list *
 /* Like the getters, but absence is an error "<path>.key: missing". */
 int jrequire(struct jctx *c, yajl_val obj, const char *key, struct cm_error **err);
 
+/* Parse the optional sub-value obj[key] (fetched with getter: jget_object, jget_array) with
+ * `parser`, which sees it as `sub_`, keeping the JSON path right. Returns -1 from the caller on
+ * error. */
+#define JSON_PARSE_SUB(obj, key, getter, parser)                                                             \
+  do {                                                                                                       \
+    yajl_val sub_;                                                                                           \
+    int r_ = getter(c, obj, key, &sub_, err);                                                                \
+    if (r_ < 0)                                                                                              \
+      return -1;                                                                                             \
+    if (r_ == 1) {                                                                                           \
+      size_t mark_ = jpush_key(c, key);                                                                      \
+      if ((parser) < 0)                                                                                      \
+        return -1;                                                                                           \
+      jpop(c, mark_);                                                                                        \
+    }                                                                                                        \
+  } while (0)
+
+
 /* Allocation that cannot fail (aborts: a runtime without memory cannot do anything useful). */
 void *xcalloc(size_t n, size_t size);
 char *xstrdup(const char *s);

@@ -206,20 +206,7 @@ static const struct spec_name_value propagation_names[] = {
     {NULL, 0},
 };
 
-/* Parse an optional sub-object with its own parser, keeping the path right. */
-#define PARSE_SUB(key, getter, parser)                                                                       \
-  do {                                                                                                       \
-    yajl_val sub_;                                                                                           \
-    int r_ = getter(c, v, key, &sub_, err);                                                                  \
-    if (r_ < 0)                                                                                              \
-      return -1;                                                                                             \
-    if (r_ == 1) {                                                                                           \
-      size_t mark_ = jpush_key(c, key);                                                                      \
-      if ((parser) < 0)                                                                                      \
-        return -1;                                                                                           \
-      jpop(c, mark_);                                                                                        \
-    }                                                                                                        \
-  } while (0)
+#define PARSE_SUB(key, getter, parser) JSON_PARSE_SUB(v, key, getter, parser)
 
 int spec_parse_linux(struct jctx *c, yajl_val v, struct spec_linux *l, struct cm_error **err) {
   if (jval_object(c, v, err) < 0)

@@ -253,19 +253,7 @@ static int check_unified(struct jctx *c, const struct spec_kv_list *u, struct cm
   return 0;
 }
 
-#define PARSE_OBJ(key, parser)                                                                               \
-  do {                                                                                                       \
-    yajl_val sub_;                                                                                           \
-    int r_ = jget_object(c, obj, key, &sub_, err);                                                           \
-    if (r_ < 0)                                                                                              \
-      return -1;                                                                                             \
-    if (r_ == 1) {                                                                                           \
-      size_t mark_ = jpush_key(c, key);                                                                      \
-      if ((parser) < 0)                                                                                      \
-        return -1;                                                                                           \
-      jpop(c, mark_);                                                                                        \
-    }                                                                                                        \
-  } while (0)
+#define PARSE_OBJ(key, parser) JSON_PARSE_SUB(obj, key, jget_object, parser)
 
 int spec_parse_resources(struct jctx *c, yajl_val obj, struct spec_resources *r, struct cm_error **err) {
   if (jval_object(c, obj, err) < 0)
