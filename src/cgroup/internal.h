@@ -52,6 +52,7 @@ struct cgroup {
 /* Write value to dir/file. On error: "<field>: write <value> to <dir>/<file>" + errno.
  * field may be NULL. */
 int cg_write(const char *dir, const char *file, const char *value, const char *field, struct cm_error **err);
+int cg_write_rdma_max(const char *dir, const struct spec_resources *r, struct cm_error **err);
 int cg_writef(const char *dir, const char *file, const char *field, struct cm_error **err, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* Read dir/file into a malloc'd NUL-terminated string (trailing newline kept). NULL + err. */

@@ -248,22 +248,6 @@ static int v1_hugetlb(const char *dir, const struct spec_resources *r, struct cm
   return 0;
 }
 
-static int v1_rdma(const char *dir, const struct spec_resources *r, struct cm_error **err) {
-  for (size_t i = 0; i < r->n_rdma; i++) {
-    const struct spec_rdma *d = &r->rdma[i];
-    if (!d->hca_handles.set && !d->hca_objects.set)
-      continue;
-    char handles[48] = "", objects[48] = "";
-    if (d->hca_handles.set)
-      snprintf(handles, sizeof(handles), " hca_handle=%" PRIu64, d->hca_handles.value);
-    if (d->hca_objects.set)
-      snprintf(objects, sizeof(objects), " hca_object=%" PRIu64, d->hca_objects.value);
-    if (cg_writef(dir, "rdma.max", F("rdma"), err, "%s%s%s", d->device, handles, objects) < 0)
-      return -1;
-  }
-  return 0;
-}
-
 int cg_v1_apply_devices(const char *dir, const struct spec_device_rule *rules, size_t n, struct cm_error **err) {
   /* Start from deny-all so only what the rules allow is reachable (no host disks, no /dev/mem). */
   if (cg_write(dir, "devices.deny", "a", F("devices"), err) < 0)
@@ -352,7 +336,7 @@ int cg_v1_apply_resources(struct cgroup *cg, const struct spec_resources *r, con
   if (r->n_rdma > 0) {
     if ((dir = controller_dir(cg, "rdma", "rdma", F("rdma"), &v2, err)) == NULL)
       return -1;
-    if ((v2 ? cg_v2_apply_rdma(dir, r, err) : v1_rdma(dir, r, err)) < 0)
+    if ((v2 ? cg_v2_apply_rdma(dir, r, err) : cg_write_rdma_max(dir, r, err)) < 0)
       return -1;
   }
   if (r->has_network && r->has_class_id) {

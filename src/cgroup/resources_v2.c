@@ -257,6 +257,11 @@ int cg_v2_apply_rdma(const char *dir, const struct spec_resources *r, struct cm_
     return 0;
   if (require(dir, "rdma", F("rdma"), err) < 0)
     return -1;
+  return cg_write_rdma_max(dir, r, err);
+}
+
+/* rdma.max has the same lines in v1 and v2: "DEVICE hca_handle=N hca_object=N". */
+int cg_write_rdma_max(const char *dir, const struct spec_resources *r, struct cm_error **err) {
   for (size_t i = 0; i < r->n_rdma; i++) {
     const struct spec_rdma *d = &r->rdma[i];
     if (!d->hca_handles.set && !d->hca_objects.set)
