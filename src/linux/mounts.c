@@ -229,12 +229,14 @@ int mount_new_fs(const char *type, const char *source, unsigned long flags, cons
 }
 
 /* The filesystems runc labels with linux.mountLabel: the ones the container writes to; procfs,
- * sysfs and cgroup keep the kernel's own labels. */
+ * sysfs and cgroup keep the kernel's own labels. Not mqueue: the kernel creates a new IPC
+ * namespace's mqueue superblock itself, unlabelled, and mounting that same superblock again with
+ * a different context= fails with EINVAL (runc mounts mqueue without the label too). */
 static const char *label_for(const struct spec *s, const char *type) {
   const char *label = s->linux_.mount_label;
   if (!label || !*label)
     return NULL;
-  static const char *const labeled[] = {"tmpfs", "devpts", "mqueue", "shm"};
+  static const char *const labeled[] = {"tmpfs", "devpts", "shm"};
   for (size_t i = 0; i < sizeof(labeled) / sizeof(labeled[0]); i++)
     if (strcmp(type, labeled[i]) == 0)
       return label;

@@ -182,11 +182,31 @@ static bool apparmor_enabled(void) {
   return lsm_listed(CM_LSM_ID_APPARMOR) == 1;
 }
 
+/* The kernel registers selinuxfs only when SELinux is the active LSM. Unlike /sys/fs/selinux this
+ * also answers inside the container's mount namespace (after pivot_root, where the exec label is
+ * written and selinuxfs is not mounted), and on kernels without lsm_list_modules(2). */
+static bool selinuxfs_registered(void) {
+  cleanup_error struct cm_error *ignored = NULL;
+  cleanup_close int fd = procfs_open("filesystems", O_RDONLY, &ignored);
+  if (fd < 0)
+    return false;
+  char buf[8192];
+  size_t len = 0;
+  ssize_t n;
+  while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+    len += (size_t)n;
+  buf[len] = '\0';
+  return strstr(buf, "\tselinuxfs\n") != NULL;
+}
+
 bool lsm_selinux_enabled(void) {
   struct statfs sfs;
   if (statfs("/sys/fs/selinux", &sfs) == 0 && (uint32_t)sfs.f_type == (uint32_t)SELINUX_MAGIC)
     return true;
-  return lsm_listed(CM_LSM_ID_SELINUX) == 1;
+  int listed = lsm_listed(CM_LSM_ID_SELINUX);
+  if (listed >= 0)
+    return listed == 1;
+  return selinuxfs_registered();
 }
 
 static int write_proc_attr(const char *relpath, const char *value, struct cm_error **err) {
@@ -239,10 +259,19 @@ int lsm_apply_exec_label(const struct spec_process *p, struct cm_error **err) {
     return -1;
   if (p->selinux_label && *p->selinux_label) {
     if (!lsm_selinux_enabled())
-      return cm_error_set(err, 0, "selinux label %s requested but SELinux is not enabled on this host",
+      return cm_error_set(err, 0, "process.selinuxLabel %s requested but SELinux is not enabled on this host",
                           p->selinux_label);
-    if (write_proc_attr("thread-self/attr/exec", p->selinux_label, err) < 0)
-      return cm_error_prefix(err, "selinux label %s", p->selinux_label);
+    if (write_proc_attr("thread-self/attr/exec", p->selinux_label, err) < 0) {
+      /* SELinux answers EINVAL for a context its loaded policy does not define. */
+      if ((*err)->errnum == EINVAL) {
+        cm_error_free(*err);
+        *err = NULL;
+        return cm_error_set(err, EINVAL,
+                            "process.selinuxLabel %s is not a valid context in the loaded SELinux policy",
+                            p->selinux_label);
+      }
+      return cm_error_prefix(err, "process.selinuxLabel %s", p->selinux_label);
+    }
   }
   return 0;
 }

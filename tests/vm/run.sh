@@ -1,5 +1,6 @@
 #!/bin/bash
-# tests/vm/run.sh [v2|systemd|all] — cgroup v2 with every controller, in qemu (DESIGN.md §5).
+# tests/vm/run.sh [v2|systemd|selinux|all] — cgroup v2 with every controller, and SELinux, in qemu
+# (DESIGN.md §5).
 #
 # Boots Debian's kernel (linux-image-amd64's current package, unpacked with dpkg -x into a cache
 # dir, never installed into /boot) under qemu-system-x86_64 with TCG. A busybox initramfs loads
@@ -9,7 +10,10 @@
 # script prints them as TAP. Variants:
 #   v2       the cgroupfs driver against every v2 controller (default)
 #   systemd  systemd as PID 1 (unified hierarchy), a oneshot unit runs the systemd-driver tests
-#   all      both, one boot each
+#   selinux  booted with security=selinux (AppArmor off): tests/vm/selinux/policy.conf, compiled
+#            here with checkpolicy, is loaded and enforced; process.selinuxLabel,
+#            linux.mountLabel and exec --process-label are checked for real (guest-selinux.sh)
+#   all      all three, one boot each (also the default)
 # Exit 77 (tests/run-all.sh: suite skipped) when this machine cannot run it; the last stderr line
 # says why. Knobs: CM_VM_CACHE (default /var/cache/codemode-vm), CM_VM_TIMEOUT (seconds per
 # boot, default 600), CM_VM_KEEP=1 keeps the work dir (serial logs) for a look afterwards.
@@ -17,8 +21,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-variants=${1:-${CM_VM_VARIANTS:-v2 systemd}}
-[ "$variants" = all ] && variants="v2 systemd"
+variants=${1:-${CM_VM_VARIANTS:-v2 systemd selinux}}
+[ "$variants" = all ] && variants="v2 systemd selinux"
 CACHE=${CM_VM_CACHE:-/var/cache/codemode-vm}
 TIMEOUT=${CM_VM_TIMEOUT:-600}
 : "${CODEMODE:=$repo/build/codemode}"
@@ -45,6 +49,12 @@ if ! command -v apparmor_parser >/dev/null; then
   log "installing apparmor (no recommends)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends apparmor >&2 ||
     log "apt-get install apparmor failed: the AppArmor test will be skipped"
+fi
+# The selinux variant: checkpolicy compiles its policy, getfattr (attr) reads file labels.
+if [[ " $variants " == *" selinux "* ]] && ! { command -v checkpolicy && command -v getfattr; } >/dev/null; then
+  log "installing checkpolicy and attr (no recommends)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends checkpolicy attr >&2 ||
+    log "apt-get install checkpolicy attr failed: the selinux variant will be skipped"
 fi
 
 # --- the kernel: linux-image-amd64's dependency, unpacked into the cache ---------------------
@@ -125,6 +135,19 @@ build_initramfs || cannot "building the initramfs failed"
 # A sparse 64 MiB scratch disk (the guest's /dev/vda): the blockIO throttle test writes raw to it.
 truncate -s 64M "$WORK/disk.img" || cannot "creating the scratch disk $WORK/disk.img failed"
 
+# The selinux variant's policy: MCS (-M), every class and permission it leaves out allowed (-U).
+# Policy version 33 is what Debian 12's 6.1 kernel loads at most.
+build_selinux_policy() {
+  local d=$WORK/selinux
+  command -v checkpolicy >/dev/null || { echo "checkpolicy is not installed (apt-get install checkpolicy)"; return 1; }
+  command -v getfattr >/dev/null || { echo "getfattr is not installed (apt-get install attr)"; return 1; }
+  mkdir -p "$d" || return 1
+  { seq 0 1023 | sed 's/^/category c/; s/$/;/'; echo 'level s0:c0.c1023;'; } >"$d/categories"
+  sed -e "/^@MCS_CATEGORIES@\$/{r $d/categories" -e 'd;}' "$here/selinux/policy.conf" >"$d/policy.conf" &&
+    checkpolicy -M -U allow -c 33 -o "$d/policy.33" "$d/policy.conf" >"$d/checkpolicy.log" 2>&1 ||
+    { echo "checkpolicy failed: $(tail -n 3 "$d/checkpolicy.log")"; return 1; }
+}
+
 # --- boot -------------------------------------------------------------------------------------
 TESTNO=0
 tap() { TESTNO=$((TESTNO + 1)); echo "$1 $TESTNO - $2"; }
@@ -135,6 +158,12 @@ boot() {
     systemd)
       [ -x /lib/systemd/systemd ] || { tap "ok" "vm systemd: boot # skip /lib/systemd/systemd is not installed"; return; }
       init_arg="cmvm.init=/lib/systemd/systemd systemd.unit=cmvm.target systemd.unified_cgroup_hierarchy=1 systemd.show_status=false systemd.log_level=warning"
+      ;;
+    selinux)
+      local why
+      why=$(build_selinux_policy) || { tap "ok" "vm selinux: boot # skip $why"; return; }
+      # SELinux instead of Debian's default AppArmor (only one of them can be the major LSM).
+      init_arg="security=selinux selinux=1"
       ;;
   esac
   : >"$serial"
