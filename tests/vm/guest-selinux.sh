@@ -14,6 +14,10 @@ MOUNT_LABEL='system_u:object_r:container_file_t:s0:c1,c2'
 DENIED_CONTEXT='system_u:object_r:other_file_t:s0'
 # A host tmpfs whose every file is other_file_t, bind-mounted into the test containers at /mnt.
 DENIED=$BUNDLES/denied
+# What the passing tests saw, shown as TAP comments after them.
+EVIDENCE=/run/cmvm-selinux-evidence
+: >"$EVIDENCE"
+evidence() { echo "$*" >>"$EVIDENCE"; }
 
 echo "# kernel $(uname -r), LSMs: $(cat /sys/kernel/security/lsm 2>/dev/null)"
 
@@ -58,6 +62,7 @@ label_applied() {
   cfg "$name" ".process.selinuxLabel = \"$LABEL\" | .process.noNewPrivileges = $nnp"
   out=$(cm run -b "$BUNDLES/$name" "$name" </dev/null 2>&1)
   [ "$out" = "$LABEL" ] || { echo "got '$out', want '$LABEL'"; return 1; }
+  evidence "$name (noNewPrivileges $nnp): /proc/self/attr/current = $out"
 }
 t "selinux: process.selinuxLabel is the container's /proc/self/attr/current (noNewPrivileges false)" label_applied label false
 t "selinux: process.selinuxLabel with noNewPrivileges true (NNP domain transition)" label_applied label-nnp true
@@ -87,6 +92,8 @@ mount_label() {
   got=$(getfattr --absolute-names -n security.selinux --only-values "$root/dev/pts/ptmx" | tr -d '\0')
   [ "$got" = "$MOUNT_LABEL" ] || { echo "/dev/pts/ptmx is labelled '$got'"; return 1; }
   [ "$(attr "/proc/$pid/attr/current")" = "$LABEL" ] || { echo "init runs as $(attr "/proc/$pid/attr/current")"; return 1; }
+  evidence "lab mountinfo: $(cut -d' ' -f5- "$root/tmp/mountinfo")"
+  evidence "lab /tmp/f security.selinux = $MOUNT_LABEL"
 }
 t "selinux: linux.mountLabel: context=\"…\" in the container's mountinfo, new files carry it" mount_label
 
@@ -103,6 +110,7 @@ ok"
   # The EACCES is SELinux's, for this label.
   dmesg | grep -E 'avc: +denied +\{ write \}' | grep -F "scontext=$LABEL " | grep -qF "tcontext=$DENIED_CONTEXT tclass=file permissive=0" ||
     { dmesg | grep avc | tail -n 5; return 1; }
+  evidence "enforced: $(dmesg | grep -E 'avc: +denied +\{ write \}' | grep -F "scontext=$LABEL " | tail -n 1 | sed 's/^\[[^]]*\] //')"
 }
 t "selinux: enforced: container_t cannot write an other_file_t file (EACCES, avc denied { write }), its own tmpfs it can" enforced
 
@@ -124,6 +132,7 @@ exec_label() {
   [ "$out" = "$LABEL" ] || { echo "exec: got '$out', want '$LABEL'"; return 1; }
   out=$(cm exec --process-label "$OTHER_LABEL" lab sh -c 'tr -d "\0" </proc/self/attr/current' </dev/null 2>&1)
   [ "$out" = "$OTHER_LABEL" ] || { echo "exec --process-label: got '$out', want '$OTHER_LABEL'"; return 1; }
+  evidence "exec --process-label: /proc/self/attr/current = $out"
 }
 t "selinux: exec gets the container's label, exec --process-label another" exec_label
 cleanup_container lab
@@ -140,6 +149,7 @@ invalid_label() {
   [ -z "$(state_of "$name")" ] || { echo "a failed create left state behind"; return 1; }
   [ ! -e "$STATE/$name" ] || { echo "$STATE/$name left behind"; return 1; }
   [ ! -d "$CG/cmvm/$name" ] || { echo "cgroup $CG/cmvm/$name left behind"; return 1; }
+  evidence "$name: $out"
 }
 t "selinux: create fails naming process.selinuxLabel when the policy has no such type, leaves nothing" \
   invalid_label bad-label '.process.selinuxLabel = "system_u:system_r:no_such_t:s0"' selinuxLabel
@@ -155,4 +165,5 @@ nothing_left() {
 t "selinux: delete leaves no cgroup and no state behind" nothing_left
 rmdir $CG/cmvm 2>/dev/null
 umount "$DENIED"
+sed 's/^/# /' "$EVIDENCE"
 echo "# $T tests, $FAILED failed"
