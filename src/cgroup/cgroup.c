@@ -3,6 +3,7 @@
  * (systemd.c) created when the first process enters; from then on it is handled like a
  * cgroupfs one, plus unit properties on update and StopUnit on destroy. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,9 +368,19 @@ int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
   for (size_t i = 0; i < cg->n_v1; i++)
     if (cg_write(cg->v1[i].dir, "cgroup.procs", value, NULL, err) < 0)
       return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
-  if (cg->v2_dir != NULL && cg_write(cg->v2_dir, "cgroup.procs", value, NULL, err) < 0)
+  if (cg->v2_dir != NULL && !cg->v2_cloned_into && cg_write(cg->v2_dir, "cgroup.procs", value, NULL, err) < 0)
     return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
   return 0;
+}
+
+int cgroup_open_for_clone(const struct cgroup *cg) {
+  if (cg->mode == CGROUP_MODE_DISABLED || cg->systemd_pending || cg->v2_dir == NULL)
+    return -1;
+  return open(cg->v2_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+void cgroup_mark_cloned_into(struct cgroup *cg) {
+  cg->v2_cloned_into = true;
 }
 
 #define SYSTEMD_TAG "systemd-"

@@ -26,6 +26,12 @@ int cgroup_create(const char *id, const struct spec_linux *l, enum cgroup_manage
                   struct cm_error **err);
 /* Move pid (the container's first process) into the cgroup. */
 int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err);
+/* An fd of the cgroup2 directory to clone the first process straight into (clone_child), or -1
+ * when there is none to use (v1 only, disabled, a systemd scope not created yet). */
+int cgroup_open_for_clone(const struct cgroup *cg);
+/* The kernel placed the process in the cgroup2 directory at clone: cgroup_enter then only adds it
+ * to the v1 hierarchies (or does nothing on a pure v2 host). */
+void cgroup_mark_cloned_into(struct cgroup *cg);
 /* A string to keep in the state file, and the way back from it. */
 char *cgroup_serialize(const struct cgroup *cg);
 struct cgroup *cgroup_deserialize(const char *saved, struct cm_error **err);

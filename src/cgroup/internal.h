@@ -45,6 +45,8 @@ struct cgroup {
    * with its first process), and these resources are applied once it does. Points into the
    * caller's spec, which outlives the create. */
   bool systemd_pending;
+  /* The first process was cloned into v2_dir (CLONE_INTO_CGROUP): no cgroup.procs write there. */
+  bool v2_cloned_into;
   const struct spec_linux *systemd_linux;
 };
 

@@ -21,6 +21,7 @@
 #include "linux/namespaces.h"
 #include "linux/seccomp.h"
 #include "linux/security_attrs.h"
+#include "linux/clone_child.h"
 #include "linux/selfclone.h"
 #include "linux/sysctl.h"
 #include "runtime/container_init.h"
@@ -354,28 +355,35 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   /* Without joins, user or time namespaces, init is cloned with its namespaces in one step:
    * no stage1 process, one fork and two sync round trips fewer. */
   bool direct = container_init_direct_possible(s);
-  pid_t child;
-  if (direct) {
-    int flags = container_init_direct_clone_flags(s);
-    child = (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, NULL);
-    if (child < 0) {
-      cm_error_set(err, errno, "clone container init with new namespaces (flags 0x%x)", flags);
-      goto fail;
-    }
-    if (child > 0)
+  int ns_flags = direct ? container_init_direct_clone_flags(s) : 0;
+  int cgroup_fd = r.cgroup ? cgroup_open_for_clone(r.cgroup) : -1;
+  bool in_cgroup = false;
+  pid_t child = clone_child((unsigned long)ns_flags, cgroup_fd, &in_cgroup);
+  if (child < 0) {
+    cm_error_set(err, errno, direct ? "clone container init with new namespaces (flags 0x%x)" : "fork", ns_flags);
+    if (cgroup_fd >= 0)
+      close(cgroup_fd);
+    goto fail;
+  }
+  if (child > 0) {
+    if (cgroup_fd >= 0)
+      close(cgroup_fd);
+    if (in_cgroup)
+      cgroup_mark_cloned_into(r.cgroup);
+    if (direct)
       r.init = r.st.pid = child;
-  } else {
-    child = r.stage1 = fork();
-    if (child < 0) {
-      cm_error_set(err, errno, "fork");
-      goto fail;
-    }
+    else
+      r.stage1 = child;
   }
   if (child == 0) {
     /* The state dir's flock is shared by every copy of this fd: init must not keep holding it
      * while it waits for `start`, or every later command on this id would block. */
     close(r.dirfd);
     close(r.sock);
+    /* A directory fd on the host's cgroupfs: a way out of the rootfs for anything that could
+     * reach init's fds before its execve (CVE-2024-21626 class). */
+    if (cgroup_fd >= 0)
+      close(cgroup_fd);
     struct init_config ic = {
         .spec = s,
         .id = opts->id,

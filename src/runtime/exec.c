@@ -21,6 +21,7 @@
 
 #include "linux/console.h"
 #include "linux/seccomp.h"
+#include "linux/clone_child.h"
 #include "linux/selfclone.h"
 #include "runtime/container.h"
 #include "runtime/exec_process.h"
@@ -356,15 +357,22 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   if (r->sock < 0 || child_sock < 0)
     goto out;
 
-  r->stage1 = fork();
+  int cgroup_fd = c.cgroup ? cgroup_open_for_clone(c.cgroup) : -1;
+  bool in_cgroup = false;
+  r->stage1 = clone_child(0, cgroup_fd, &in_cgroup);
   if (r->stage1 < 0) {
     cm_error_set(err, errno, "fork");
+    if (cgroup_fd >= 0)
+      close(cgroup_fd);
     goto out;
   }
   if (r->stage1 == 0) {
     /* The state dir's flock must not outlive this command in the process. */
     close(c.dirfd);
     close(r->sock);
+    /* A host cgroupfs directory must not be reachable from the container (CVE-2024-21626). */
+    if (cgroup_fd >= 0)
+      close(cgroup_fd);
     struct exec_child_config cc = {
         .process = p,
         .id = o->id,
@@ -380,6 +388,10 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   }
   close(child_sock);
   child_sock = -1;
+  if (cgroup_fd >= 0)
+    close(cgroup_fd);
+  if (in_cgroup)
+    cgroup_mark_cloned_into(c.cgroup);
   if (c.cgroup && cgroup_enter(c.cgroup, r->stage1, err) < 0) {
     cm_error_prefix(err, "exec: join the container's cgroup");
     goto fail;
