@@ -1,10 +1,17 @@
 /* The "cgroup" mount: what the container sees at /sys/fs/cgroup.
  *
- * On a cgroup2 host (or for type "cgroup2"): a cgroup2 mount, as runc does. On a v1 or hybrid host: a tmpfs
- * holding, for each hierarchy mounted on the host under /sys/fs/cgroup, a bind of the container's own cgroup
- * directory (so it cannot see or touch its siblings), plus the usual "cpu" → "cpu,cpuacct"
- * symlinks. With a cgroup namespace, each hierarchy is mounted fresh instead: the kernel then
- * roots it at the namespace's cgroup. */
+ * Without a cgroup namespace the container gets a bind of its own cgroup directory, never the
+ * whole hierarchy: it cannot see or touch its siblings, and /proc/self/mountinfo's root for the
+ * mount matches /proc/self/cgroup, so cgroup-aware runtimes (the JVM, Go's automaxprocs) find
+ * their limits. On a cgroup2 host (or for type "cgroup2") that is one bind; on a v1 or hybrid
+ * host, a tmpfs holding one bind per hierarchy mounted on the host under /sys/fs/cgroup, plus the
+ * usual "cpu" → "cpu,cpuacct" symlinks. With a cgroup namespace, each hierarchy is mounted fresh
+ * instead: the kernel then roots it at the namespace's cgroup.
+ *
+ * runc mounts cgroup2 fresh even without a cgroup namespace. We do not: such a mount, made from
+ * the host's cgroup namespace, re-applies its options to the host's whole hierarchy (it clears
+ * nsdelegate and memory_recursiveprot that systemd set), and since Linux 6.x it waits out an RCU
+ * grace period on the global threadgroup lock (5-15 ms measured, most of a `run`). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -56,8 +63,10 @@ static int read_hierarchies(struct hierarchy **out, size_t *n_out, struct cm_err
     bool v2 = strcmp(fstype, "cgroup2") == 0;
     if (!v2 && strcmp(fstype, "cgroup") != 0)
       continue;
-    if (strncmp(mountpoint, HOST_CGROUP_ROOT "/", sizeof(HOST_CGROUP_ROOT)) != 0 ||
-        strchr(mountpoint + sizeof(HOST_CGROUP_ROOT), '/'))
+    /* /sys/fs/cgroup itself (a v2 host) or one level below it (v1 and hybrid hierarchies). */
+    bool at_root = strcmp(mountpoint, HOST_CGROUP_ROOT) == 0;
+    if (!at_root && (strncmp(mountpoint, HOST_CGROUP_ROOT "/", sizeof(HOST_CGROUP_ROOT)) != 0 ||
+                     strchr(mountpoint + sizeof(HOST_CGROUP_ROOT), '/')))
       continue;
     struct hierarchy *grown = realloc(list, (n + 1) * sizeof(*list));
     if (!grown) {
@@ -170,6 +179,8 @@ static int mount_v1_view(const struct spec *s, const struct spec_mount *m, int t
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
     const struct hierarchy *h = &list[i];
+    if (strcmp(h->mountpoint, HOST_CGROUP_ROOT) == 0)
+      continue; /* the v1 view is a tmpfs here: no hierarchy sits at the root */
     const char *name = h->mountpoint + sizeof(HOST_CGROUP_ROOT);
     cleanup_close int sub_fd = -1;
     cleanup_close int mnt_fd = -1;
@@ -216,6 +227,30 @@ static int mount_v1_view(const struct spec *s, const struct spec_mount *m, int t
   return 0;
 }
 
+/* A detached bind of our own directory in the host's cgroup2 hierarchy; -2 when the host has no
+ * cgroup2 mount under /sys/fs/cgroup (the caller then mounts cgroup2 fresh), -1 on error. */
+static int bind_own_v2_cgroup(const struct spec_mount *m, struct cm_error **err) {
+  struct hierarchy *list = NULL;
+  size_t n = 0;
+  if (read_hierarchies(&list, &n, err) < 0)
+    return -1;
+  const struct hierarchy *v2 = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (list[i].v2 && (v2 == NULL || strcmp(list[i].mountpoint, HOST_CGROUP_ROOT) == 0))
+      v2 = &list[i];
+  int fd = -2;
+  if (v2 != NULL) {
+    cleanup_free char *host_dir = host_dir_for(v2);
+    cleanup_close int src_fd = host_dir ? open(host_dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (src_fd < 0)
+      fd = cm_error_set(err, errno, "open %s", host_dir ? host_dir : v2->mountpoint);
+    else
+      fd = mount_clone_tree(src_fd, false, m->flags & ~(MS_BIND | MS_REC | MS_REMOUNT), m->clear_flags, err);
+  }
+  hierarchies_free(list, n);
+  return fd;
+}
+
 int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd, struct cm_error **err) {
   struct statfs sfs;
   if (statfs(HOST_CGROUP_ROOT, &sfs) < 0)
@@ -224,8 +259,13 @@ int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd
   /* "cgroup2" asks for the unified hierarchy whatever the host layout; "cgroup" means
    * whatever the host has. */
   if (strcmp(m->type, "cgroup2") == 0 || sfs.f_type == CGROUP2_SUPER_MAGIC) {
-    cleanup_close int mnt_fd =
-        mount_new_fs("cgroup2", m->source ? m->source : "cgroup2", flags, m->data, err);
+    bool use_cgroupns = s->has_linux && s->linux_.namespaces[SPEC_NS_CGROUP].present;
+    /* Mount options (m->data) can only be honoured by a fresh mount. */
+    cleanup_close int mnt_fd = !use_cgroupns && !(m->data && *m->data) ? bind_own_v2_cgroup(m, err) : -2;
+    if (mnt_fd == -1)
+      return -1;
+    if (mnt_fd == -2)
+      mnt_fd = mount_new_fs("cgroup2", m->source ? m->source : "cgroup2", flags, m->data, err);
     if (mnt_fd < 0 || mount_attach(mnt_fd, target_fd, err) < 0)
       return -1;
     if (m->propagation && mount_set_propagation(mnt_fd, m->propagation, err) < 0)
