@@ -136,8 +136,13 @@ static bool wait_gone(const struct container_state *st, int timeout_ms) {
 
 int runtime_delete(const struct runtime_context *ctx, const char *id, bool force, struct cm_error **err) {
   struct container o;
-  if (container_open(ctx, id, &o, err) < 0)
+  if (container_open(ctx, id, &o, err) < 0) {
+    if (force && state_remove_if_corrupt(ctx->root, id) == 1) {
+      cm_error_freep(err);
+      return 0;
+    }
     return -1;
+  }
   int rc = -1;
   bool alive = o.status != STATUS_STOPPED && o.status != STATUS_CREATING;
   /* The leftover of a killed create (we hold the lock, so none is running): whatever it

@@ -1,7 +1,7 @@
 /* The state directory <root>/<id>/ and the state file in it.
  *
  *   state.json   what later commands need (pid + its start time, bundle, cgroup, …), written
- *                atomically (temp file, fsync, rename): never half-written.
+ *                atomically (temp file, rename): never half-written.
  *   exec.fifo    exists from create until start: init blocks reading it.
  *   creating.json  written by create as soon as each thing it makes exists (cgroup, then the pid
  *                of stage1 or init with its start time), same format and same atomic write as
@@ -56,6 +56,10 @@ int state_dir_remove(const char *root, const char *id, struct cm_error **err);
 int state_write(int dirfd, const struct container_state *st, struct cm_error **err);
 /* Returns 0, or 1 when state.json does not exist yet (container still creating). */
 int state_read(int dirfd, const char *id, struct container_state *st, struct cm_error **err);
+/* delete --force of a container whose state.json is empty or unparsable (cut short by a system
+ * crash, since it is not fsynced; no process it named survived that): remove its directory.
+ * 1 removed, 0 not corrupt or not removable (the caller reports its own error). */
+int state_remove_if_corrupt(const char *root, const char *id);
 /* creating.json: as above, but pid may be 0 (not forked yet). 1 when it does not exist. */
 int state_write_creating(int dirfd, const struct container_state *st, struct cm_error **err);
 int state_read_creating(int dirfd, const char *id, struct container_state *st, struct cm_error **err);
@@ -72,7 +76,7 @@ char *state_oci_json(const struct container_state *st, const char *status);
 /* --pid-file: the pid written atomically, so a reader never sees a partial number. */
 int pid_file_write(const char *path, pid_t pid, struct cm_error **err);
 
-/* Atomic write of a small file (temp + fsync + rename). */
+/* Atomic write of a small file (temp + rename; no fsync, see state.c). */
 int write_file_atomic(int dirfd, const char *name, const char *data, size_t len, mode_t mode,
                       struct cm_error **err);
 

@@ -123,3 +123,19 @@ recover_from() {
   [ -z "$(find "$ROOT/$CID" -name '.*.tmp' -o -name creating.json)" ]
   jq -e . "$ROOT/$CID/state.json" >/dev/null
 }
+
+@test "crash recovery: a state.json cut short by a system crash (not fsynced): delete --force removes it" {
+  # What a power loss can leave: the rename landed, the data did not. No process survived it.
+  mkdir -p "$ROOT/$CID"
+  : >"$ROOT/$CID/state.json"
+  run_cm state "$CID"
+  [ "$status" -eq 1 ]
+  grep -q "state of container \"$CID\" is corrupt" <<<"$output"
+  run_cm delete "$CID"
+  [ "$status" -eq 1 ]
+  [ -d "$ROOT/$CID" ]
+  echo '{"id": "'"$CID"'", "pi' >"$ROOT/$CID/state.json"
+  run_cm delete --force "$CID"
+  [ "$status" -eq 0 ]
+  [ ! -e "$ROOT/$CID" ]
+}
