@@ -811,9 +811,10 @@ int main(int argc, char **argv) {
                               .bundle = bundle,
                               .config_path = cfg,
                               .foreground = true,
+                              .start_at_once = true,
                               .spec = s,
                               .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL};
-  struct created_container cc = {.pid = -1, .console_master = -1};
+  struct created_container cc = {.pid = -1, .console_master = -1, .start_sock = -1};
   int created = runtime_create(&ctx, &co, &cc, &err);
   if (o.idle_timeout > 0) {
     restore_stdio(saved);
@@ -830,7 +831,7 @@ int main(int argc, char **argv) {
   if (created < 0)
     goto out_err;
   l.init = cc.pid;
-  if (runtime_start(&ctx, o.id, &err) < 0)
+  if (runtime_start_at_once(&ctx, o.id, s, cc.start_sock, &err) < 0)
     goto out_delete;
   l.sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
   l.timeout_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);

@@ -369,16 +369,22 @@ static void container_init(const struct init_config *c) {
 
   sync_send(sync_fd, SYNC_READY, 0, NULL, -1, NULL);
   expect(sync_fd, SYNC_READY); /* the runtime has recorded us; EOF here means it died first */
-  close(sync_fd);
 
   /* Wait for `start`. */
-  char byte;
-  ssize_t n;
-  do
-    n = read(c->fifo_fd, &byte, 1);
-  while (n < 0 && errno == EINTR);
-  /* fifo_fd stays open (close-on-exec): `start` waits for its last reader to go, which must be
-   * our execve, after the startContainer hooks, not now. */
+  if (c->fifo_fd >= 0) {
+    close(sync_fd);
+    char byte;
+    ssize_t n;
+    do
+      n = read(c->fifo_fd, &byte, 1);
+    while (n < 0 && errno == EINTR);
+    /* fifo_fd stays open (close-on-exec): `start` waits for its last reader to go, which must
+     * be our execve, after the startContainer hooks, not now. */
+  } else {
+    /* `run`: the go comes on the sync socket, which likewise stays open (close-on-exec) so
+     * the runtime sees it close at our execve. EOF: the runtime died, so must we. */
+    expect(sync_fd, SYNC_START);
+  }
 
   /* From here errors go to the container's stderr: the runtime that created us is gone. */
   if (s->hooks[SPEC_HOOK_START_CONTAINER].count) {

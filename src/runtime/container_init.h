@@ -19,7 +19,8 @@ struct init_config {
   const char *bundle; /* absolute */
   const char *rootfs; /* absolute */
   int sync_fd;        /* child end of the sync socketpair */
-  int fifo_fd;        /* exec.fifo, opened O_RDWR: a read blocks until `start` writes */
+  int fifo_fd;        /* exec.fifo, opened O_RDWR: a read blocks until `start` writes; -1 with
+                       * start_at_once: SYNC_START arrives on sync_fd instead */
   int preserve_fds;
   bool no_pivot;
   bool no_new_keyring;

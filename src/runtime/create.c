@@ -125,6 +125,7 @@ struct create_run {
   struct container_state st;
   struct cgroup *cgroup;
   int dirfd, sock, fifo_fd;
+  struct state_progress progress; /* creating.json, until it becomes state.json */
   pid_t stage1, init;
   int console_master;
 };
@@ -146,7 +147,7 @@ static int record_progress(struct create_run *r, pid_t pid, struct cm_error **er
   struct container_state early = r->st;
   early.pid = pid;
   early.pid_start_time = pid > 0 ? proc_pid_start_time(pid) : 0;
-  return state_write_creating(r->dirfd, &early, err);
+  return state_progress_write(r->dirfd, &r->progress, &early, err);
 }
 
 static int handle_hooks(struct create_run *r, struct cm_error **err) {
@@ -294,7 +295,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     if (s == NULL)
       return -1;
   }
-  struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1,
+  struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1, .progress = {-1},
                          .console_master = -1};
   struct seccomp_program seccomp = {0}, seccomp_stacked = {0};
   bool has_seccomp = false, has_stacked = false;
@@ -325,22 +326,30 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   r.st.annotations = s->annotations;
   test_pause_at("state-dir");
 
-  if (mkfifoat(r.dirfd, "exec.fifo", 0600) < 0) {
-    cm_error_set(err, errno, "create exec.fifo");
-    goto fail;
+  /* `run` starts at once over the sync socket: no fifo (one file fewer to create on /run). */
+  if (!opts->start_at_once) {
+    if (mkfifoat(r.dirfd, "exec.fifo", 0600) < 0) {
+      cm_error_set(err, errno, "create exec.fifo");
+      goto fail;
+    }
+    /* O_RDWR: init's read blocks until `start` writes, and never sees EOF meanwhile. */
+    r.fifo_fd = openat(r.dirfd, "exec.fifo", O_RDWR | O_CLOEXEC);
+    if (r.fifo_fd < 0) {
+      cm_error_set(err, errno, "open exec.fifo");
+      goto fail;
+    }
   }
-  /* O_RDWR: init's read blocks until `start` writes, and never sees EOF meanwhile. */
-  r.fifo_fd = openat(r.dirfd, "exec.fifo", O_RDWR | O_CLOEXEC);
   int pair[2];
-  if (r.fifo_fd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
     cm_error_set(err, errno, "create sync channel");
     goto fail;
   }
   int min_fd = 3 + opts->preserve_fds;
   r.sock = fd_move_above(pair[0], min_fd, err);
   child_sock = fd_move_above(pair[1], min_fd, err);
-  r.fifo_fd = fd_move_above(r.fifo_fd, min_fd, err);
-  if (r.sock < 0 || child_sock < 0 || r.fifo_fd < 0)
+  if (r.fifo_fd >= 0)
+    r.fifo_fd = fd_move_above(r.fifo_fd, min_fd, err);
+  if (r.sock < 0 || child_sock < 0 || (!opts->start_at_once && r.fifo_fd < 0))
     goto fail;
 
   if (ctx->cgroup_manager != CGROUP_MANAGER_DISABLED &&
@@ -384,6 +393,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
      * reach init's fds before its execve (CVE-2024-21626 class). */
     if (cgroup_fd >= 0)
       close(cgroup_fd);
+    state_progress_close(&r.progress); /* a writable host file, same reason */
     struct init_config ic = {
         .spec = s,
         .id = opts->id,
@@ -403,7 +413,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   }
   close(child_sock);
   child_sock = -1;
-  close(r.fifo_fd);
+  if (r.fifo_fd >= 0)
+    close(r.fifo_fd);
   r.fifo_fd = -1;
   if (record_progress(&r, child, err) < 0)
     goto fail;
@@ -419,10 +430,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
    * bundle afterwards. */
   if (keep_config(r.dirfd, opts, r.st.bundle, err) < 0)
     goto fail;
-  if (state_write(r.dirfd, &r.st, err) < 0)
+  if (state_progress_commit(r.dirfd, &r.progress, &r.st, err) < 0)
     goto fail;
-  /* state.json is complete now and supersedes the progress record. */
-  unlinkat(r.dirfd, "creating.json", 0);
   test_pause_at("state");
   if (opts->pid_file && pid_file_write(opts->pid_file, r.init, err) < 0)
     goto fail;
@@ -432,6 +441,11 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     out->pid = r.init;
     out->console_master = r.console_master;
     r.console_master = -1;
+    out->start_sock = -1;
+    if (opts->start_at_once) {
+      out->start_sock = r.sock;
+      r.sock = -1;
+    }
   }
   rc = 0;
   goto out;
@@ -445,6 +459,7 @@ out:
     close(r.fifo_fd);
   if (r.sock >= 0)
     close(r.sock);
+  state_progress_close(&r.progress);
   if (r.dirfd >= 0)
     close(r.dirfd);
   if (r.console_master >= 0)

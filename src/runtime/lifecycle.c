@@ -19,6 +19,7 @@
 #include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/sync.h"
 
 static struct spec *load_kept_config(int dirfd, struct cm_error **err) {
   char path[64];
@@ -26,13 +27,26 @@ static struct spec *load_kept_config(int dirfd, struct cm_error **err) {
   return spec_load_file(path, "config.json", err);
 }
 
-static void run_hooks_logged(const struct container *o, enum spec_hook_kind kind, const char *status) {
+static void run_hooks_logged_from(const struct spec *s, const struct container *o, enum spec_hook_kind kind,
+                                  const char *status) {
   struct cm_error *err = NULL;
-  struct spec *s = load_kept_config(o->dirfd, &err);
   if (s && s->hooks[kind].count) {
     cleanup_free char *json = state_oci_json(&o->st, status);
     hooks_run(s->hooks, kind, json, &err);
   }
+  if (err) {
+    /* poststart and poststop failures are warnings, by the spec. */
+    cleanup_free char *msg = cm_error_format(err);
+    cm_warn("%s", msg);
+    cm_error_free(err);
+  }
+}
+
+static void run_hooks_logged(const struct container *o, enum spec_hook_kind kind, const char *status) {
+  struct cm_error *err = NULL;
+  struct spec *s = load_kept_config(o->dirfd, &err);
+  if (s)
+    run_hooks_logged_from(s, o, kind, status);
   if (err) {
     /* poststart and poststop failures are warnings, by the spec. */
     cleanup_free char *msg = cm_error_format(err);
@@ -78,6 +92,32 @@ out:
     close(fd);
   container_close(&o);
   return rc;
+}
+
+int runtime_start_at_once(const struct runtime_context *ctx, const char *id, const struct spec *spec,
+                          int start_sock, struct cm_error **err) {
+  if (sync_send(start_sock, SYNC_START, 0, NULL, -1, err) < 0) {
+    close(start_sock);
+    return cm_error_prefix(err, "start container \"%s\"", id);
+  }
+  /* init's end of the socket is close-on-exec: it hangs up at the execve of the user's process
+   * (or when init dies), after the startContainer hooks, so poststart runs after it. */
+  struct pollfd pfd = {.fd = start_sock, .events = 0};
+  while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+    ;
+  close(start_sock);
+  /* Nothing else to do unless there are poststart hooks: most runs have none. */
+  if (spec && spec->hooks[SPEC_HOOK_POSTSTART].count == 0)
+    return 0;
+  struct container o;
+  if (container_open(ctx, id, &o, err) < 0)
+    return -1;
+  if (spec)
+    run_hooks_logged_from(spec, &o, SPEC_HOOK_POSTSTART, "running");
+  else
+    run_hooks_logged(&o, SPEC_HOOK_POSTSTART, "running");
+  container_close(&o);
+  return 0;
 }
 
 /* pidfd: the signal reaches the process we checked, never one that reused its pid. */

@@ -105,6 +105,7 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
   *exit_status = 0;
   struct create_options o = *opts;
   o.foreground = !detach;
+  o.start_at_once = true;
   /* Block every signal before init exists, so none sent meanwhile is lost: they wait in the
    * signalfd and are forwarded once init runs. */
   sigset_t all, old;
@@ -114,12 +115,12 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
   sigdelset(&all, SIGFPE);
   sigdelset(&all, SIGILL);
   sigprocmask(SIG_BLOCK, &all, &old);
-  struct created_container c = {.pid = -1, .console_master = -1};
+  struct created_container c = {.pid = -1, .console_master = -1, .start_sock = -1};
   int rc = -1;
   cleanup_close int sigfd = -1;
   if (runtime_create(ctx, &o, &c, err) < 0)
     goto out;
-  if (runtime_start(ctx, o.id, err) < 0) {
+  if (runtime_start_at_once(ctx, o.id, o.spec, c.start_sock, err) < 0) {
     struct cm_error *ignored = NULL;
     runtime_delete(ctx, o.id, true, &ignored);
     cm_error_freep(&ignored);

@@ -24,6 +24,9 @@ struct create_options {
   int preserve_fds;
   /* Set by `run`: the runtime stays the parent of init and keeps the pty master. */
   bool foreground;
+  /* Set by `run`: no exec.fifo and no separate `start`; init waits for SYNC_START on the sync
+   * socket, which create hands back in created_container.start_sock (runtime_start_at_once). */
+  bool start_at_once;
   /* A spec already loaded (and possibly tightened by policy/); NULL: load config_path. */
   struct spec *spec;
   /* A second seccomp filter stacked on linux.seccomp (a policy profile's); NULL: none. Both are
@@ -35,11 +38,16 @@ struct create_options {
 struct created_container {
   pid_t pid;
   int console_master; /* -1 unless foreground with terminal: true */
+  int start_sock;     /* -1 unless start_at_once: the sync socket init waits on */
 };
 
 int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
                    struct created_container *out, struct cm_error **err);
 int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_error **err);
+/* `start` for a container created with start_at_once: tell init to go, wait for its execve (the
+ * socket closes then), run the poststart hooks of spec. Closes start_sock. */
+int runtime_start_at_once(const struct runtime_context *ctx, const char *id, const struct spec *spec,
+                          int start_sock, struct cm_error **err);
 /* Foreground run: create + start, forward signals, proxy the terminal, wait, delete unless keep.
  * *exit_status is the container's exit code or 128+signal. */
 int runtime_run(const struct runtime_context *ctx, const struct create_options *opts, bool detach, bool keep,

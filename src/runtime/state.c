@@ -209,7 +209,7 @@ static void gen_annotations(yajl_gen g, const struct spec_kv_list *a) {
   yajl_gen_map_close(g);
 }
 
-static int state_write_as(int dirfd, const char *name, const struct container_state *st, struct cm_error **err) {
+static char *state_record_json(const struct container_state *st) {
   yajl_gen g = yajl_gen_alloc(NULL);
   yajl_gen_map_open(g);
   gen_kv_str(g, "id", st->id);
@@ -224,16 +224,88 @@ static int state_write_as(int dirfd, const char *name, const struct container_st
   gen_kv_str(g, "cgroup", st->cgroup);
   gen_annotations(g, &st->annotations);
   yajl_gen_map_close(g);
-  cleanup_free char *json = gen_finish(g);
-  return write_file_atomic(dirfd, name, json, strlen(json), 0600, err);
+  return gen_finish(g);
 }
 
 int state_write(int dirfd, const struct container_state *st, struct cm_error **err) {
-  return state_write_as(dirfd, "state.json", st, err);
+  cleanup_free char *json = state_record_json(st);
+  return write_file_atomic(dirfd, "state.json", json, strlen(json), 0600, err);
 }
 
-int state_write_creating(int dirfd, const struct container_state *st, struct cm_error **err) {
-  return state_write_as(dirfd, "creating.json", st, err);
+/* One page: the kernel copies a write into the page cache chunk by chunk and stops for a fatal
+ * signal only between chunks, so a pwrite of one page at offset 0 lands whole or not at all. */
+#define PROGRESS_RECORD_SIZE 4096
+
+/* The record padded with spaces to one page (JSON allows trailing white space). */
+static bool progress_page(const char *json, char page[PROGRESS_RECORD_SIZE]) {
+  size_t len = strlen(json);
+  if (len >= PROGRESS_RECORD_SIZE)
+    return false;
+  memset(page, ' ', PROGRESS_RECORD_SIZE);
+  memcpy(page, json, len);
+  page[PROGRESS_RECORD_SIZE - 1] = '\n';
+  return true;
+}
+
+int state_progress_write(int dirfd, struct state_progress *p, const struct container_state *st,
+                         struct cm_error **err) {
+  cleanup_free char *json = state_record_json(st);
+  char page[PROGRESS_RECORD_SIZE];
+  if (p->fd >= 0 && progress_page(json, page)) {
+    if (pwrite(p->fd, page, sizeof(page), 0) != (ssize_t)sizeof(page))
+      return cm_error_set(err, errno, "write creating.json");
+    return 0;
+  }
+  if (p->fd >= 0) {
+    close(p->fd);
+    p->fd = -1;
+  }
+  if (!progress_page(json, page)) /* too big for one page: whole files, renamed (rare) */
+    return write_file_atomic(dirfd, "creating.json", json, strlen(json), 0600, err);
+  /* The first record: temp file + rename, then kept open to be rewritten in place. */
+  char tmp[64];
+  snprintf(tmp, sizeof(tmp), ".creating.json.%d.tmp", getpid());
+  int fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return cm_error_set(err, errno, "create %s", tmp);
+  if (write(fd, page, sizeof(page)) != (ssize_t)sizeof(page) || renameat(dirfd, tmp, dirfd, "creating.json") < 0) {
+    int e = errno;
+    close(fd);
+    unlinkat(dirfd, tmp, 0);
+    return cm_error_set(err, e, "write creating.json");
+  }
+  p->fd = fd;
+  return 0;
+}
+
+int state_progress_commit(int dirfd, struct state_progress *p, const struct container_state *st,
+                          struct cm_error **err) {
+  cleanup_free char *json = state_record_json(st);
+  char page[PROGRESS_RECORD_SIZE];
+  int rc;
+  if (p->fd >= 0 && progress_page(json, page)) {
+    /* The complete record in place (a reader holding the lock sees it whole), cut to its length,
+     * then renamed: creating.json becomes state.json without a new file. */
+    size_t len = strlen(json);
+    if (pwrite(p->fd, page, sizeof(page), 0) != (ssize_t)sizeof(page) || ftruncate(p->fd, (off_t)len) < 0 ||
+        renameat(dirfd, "creating.json", dirfd, "state.json") < 0)
+      rc = cm_error_set(err, errno, "write state.json");
+    else
+      rc = 0;
+  } else {
+    rc = write_file_atomic(dirfd, "state.json", json, strlen(json), 0600, err);
+    /* state.json is complete now and supersedes the progress record. */
+    if (rc == 0)
+      unlinkat(dirfd, "creating.json", 0);
+  }
+  state_progress_close(p);
+  return rc;
+}
+
+void state_progress_close(struct state_progress *p) {
+  if (p->fd >= 0)
+    close(p->fd);
+  p->fd = -1;
 }
 
 static char *dup_string(yajl_val root, const char *key) {

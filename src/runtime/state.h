@@ -4,9 +4,10 @@
  *                atomically (temp file, rename): never half-written.
  *   exec.fifo    exists from create until start: init blocks reading it.
  *   creating.json  written by create as soon as each thing it makes exists (cgroup, then the pid
- *                of stage1 or init with its start time), same format and same atomic write as
- *                state.json: if create is killed before state.json exists, `delete --force`
- *                still finds the process and the cgroup to remove. Removed once state.json exists.
+ *                of stage1 or init with its start time), same format as state.json, each
+ *                version whole (see state_progress_write): if create is killed before
+ *                state.json exists, `delete --force` still finds the process and the cgroup to
+ *                remove. At the end it is completed and renamed to state.json.
  *   config.json  a copy of the config as it was at create (exec and the hooks read it).
  *
  * The status is derived, not stored: init's pid alive (same start time, not a zombie) and the
@@ -60,8 +61,19 @@ int state_read(int dirfd, const char *id, struct container_state *st, struct cm_
  * crash, since it is not fsynced; no process it named survived that): remove its directory.
  * 1 removed, 0 not corrupt or not removable (the caller reports its own error). */
 int state_remove_if_corrupt(const char *root, const char *id);
-/* creating.json: as above, but pid may be 0 (not forked yet). 1 when it does not exist. */
-int state_write_creating(int dirfd, const struct container_state *st, struct cm_error **err);
+/* creating.json, the progress record of a create: pid may be 0 (not forked yet). Written first
+ * by temp file + rename, then rewritten in place (one page, padded), and at the end completed and
+ * renamed to state.json: one new file for the whole create. Initialise fd to -1. */
+struct state_progress {
+  int fd;
+};
+int state_progress_write(int dirfd, struct state_progress *p, const struct container_state *st,
+                         struct cm_error **err);
+/* The final state: creating.json becomes state.json (closes p). */
+int state_progress_commit(int dirfd, struct state_progress *p, const struct container_state *st,
+                          struct cm_error **err);
+void state_progress_close(struct state_progress *p);
+/* creating.json: 1 when it does not exist. */
 int state_read_creating(int dirfd, const char *id, struct container_state *st, struct cm_error **err);
 void container_state_clear(struct container_state *st);
 

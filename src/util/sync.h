@@ -18,7 +18,8 @@ enum sync_msg_type {
   SYNC_HOOKS_DONE,       /* parent → init */
   SYNC_CONSOLE_FD,       /* init → parent: the pty master, as an fd */
   SYNC_READY,            /* init → parent: set up, waiting for start */
-  SYNC_SECCOMP_NOTIFY_FD /* init → parent: the seccomp listener fd */
+  SYNC_SECCOMP_NOTIFY_FD, /* init → parent: the seccomp listener fd */
+  SYNC_START              /* parent → init (create_options.start_at_once): exec the process now */
 };
 
 struct sync_msg {
