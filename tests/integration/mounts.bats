@@ -154,3 +154,31 @@ mounts_of() {
   [ "$status" -eq 0 ]
   [ -z "$(mounts_under "$BUNDLE")" ]
 }
+
+# A "cgroup2" mount without a cgroup namespace is a bind of the container's own cgroup2 directory
+# (src/linux/mount_cgroup.c): mountinfo's root for it equals the path in /proc/self/cgroup, and
+# nothing above or beside it is visible.
+@test "cgroup2 mount without a cgroup namespace: the container's own directory, rooted where /proc/self/cgroup says" {
+  [ -d /sys/fs/cgroup/unified ] || [ -f /sys/fs/cgroup/cgroup.controllers ] || skip "no cgroup2 hierarchy on this host"
+  set_cfg '.mounts |= map(select(.destination != "/sys/fs/cgroup"))
+           | .mounts += [{destination: "/sys/fs/cgroup", type: "cgroup2", source: "cgroup2", options: ["ro", "nosuid", "nodev", "noexec"]}]'
+  set_args sh -c 'grep " /sys/fs/cgroup " /proc/self/mountinfo | cut -d" " -f4; grep "^0::" /proc/self/cgroup | cut -d: -f3; cat /sys/fs/cgroup/cgroup.procs | wc -l; ls /sys/fs/cgroup | grep -c "^codemode$"; true'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "${lines[1]}" ]
+  [[ "${lines[0]}" == *"$CID" ]]
+  [ "${lines[2]}" -ge 1 ] # the container's processes, and only its
+  [ "${lines[3]}" = 0 ]   # no view of the host's hierarchy
+}
+
+@test "cgroup2 mount in a cgroup namespace: a fresh mount rooted at the namespace" {
+  [ -d /sys/fs/cgroup/unified ] || [ -f /sys/fs/cgroup/cgroup.controllers ] || skip "no cgroup2 hierarchy on this host"
+  bundle_add_namespace "$BUNDLE" cgroup
+  set_cfg '.mounts |= map(select(.destination != "/sys/fs/cgroup"))
+           | .mounts += [{destination: "/sys/fs/cgroup", type: "cgroup2", source: "cgroup2", options: ["ro", "nosuid", "nodev", "noexec"]}]'
+  set_args sh -c 'grep " /sys/fs/cgroup " /proc/self/mountinfo | cut -d" " -f4; grep "^0::" /proc/self/cgroup | cut -d: -f3'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = / ]
+  [ "${lines[1]}" = / ]
+}

@@ -276,6 +276,26 @@ fi
 cleanup_container aa
 cleanup_container aa-missing
 
+# Without a cgroup namespace the cgroup mount is a bind of the container's own directory
+# (src/linux/mount_cgroup.c): its limits at the root, no sibling visible, and the guest's cgroup2
+# keeps the nsdelegate it was mounted with. runc's fresh cgroup2 mount, made from the host's
+# cgroup namespace, re-applies its own options to the whole hierarchy and drops nsdelegate.
+own_cgroup_view() {
+  local out
+  grep -q " $CG cgroup2 [^ ]*nsdelegate" /proc/mounts || { echo "no nsdelegate on $CG before the test"; grep " $CG " /proc/mounts; return 1; }
+  bundle cgview sh -c 'cat /sys/fs/cgroup/memory.max; grep " /sys/fs/cgroup " /proc/self/mountinfo | cut -d" " -f4; ls /sys/fs/cgroup | grep -c "^cmvm$"; true' >/dev/null
+  cfg cgview '.linux.resources = {memory: {limit: 33554432}} | .linux.namespaces |= map(select(.type != "cgroup"))
+              | .mounts |= map(select(.destination != "/sys/fs/cgroup"))
+              | .mounts += [{destination: "/sys/fs/cgroup", type: "cgroup", source: "cgroup", options: ["ro", "nosuid", "nodev", "noexec"]}]'
+  out=$(cm run -b $BUNDLES/cgview cgview </dev/null 2>&1)
+  [ "$out" = "33554432
+/cmvm/cgview
+0" ] || { echo "$out"; return 1; }
+  grep -q " $CG cgroup2 [^ ]*nsdelegate" /proc/mounts || { echo "the guest's cgroup2 lost nsdelegate"; grep " $CG " /proc/mounts; return 1; }
+}
+t "cgroup mount without a cgroup namespace: own directory only, host's nsdelegate kept" own_cgroup_view
+cleanup_container cgview
+
 nothing_left() {
   local left
   left=$(find $CG/cmvm -mindepth 1 -type d 2>/dev/null)
