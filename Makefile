@@ -16,6 +16,18 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # libsystemd: headers only; src/cgroup/systemd.c dlopens it when the systemd driver is used (a
 # linked libsystemd and its five dependencies cost every command ~1.1 ms of start-up, issue 7).
 PKG_LIBS   := $(shell pkg-config --libs $(filter-out libsystemd,$(PKGS)))
+# STATIC_DEPS=1 (default): libseccomp, libcap and yajl come from their static archives when the
+# -dev packages ship them (Debian's do). The runtime starts twice per create/run/exec (the sealed
+# re-exec, src/linux/selfclone.h) and the loader spends ~0.1 ms per shared library each time;
+# measured: 0.30 ms less CPU per start. STATIC_DEPS=0 links them all shared.
+STATIC_DEPS ?= 1
+static_archive = $(filter /%,$(shell $(CC) -print-file-name=$(1)))
+ifeq ($(STATIC_DEPS),1)
+DEP_LIBS   := $(or $(call static_archive,libseccomp.a),-lseccomp) $(or $(call static_archive,libcap.a),-lcap) \
+              $(or $(call static_archive,libyajl_s.a),-lyajl) -lmnl
+else
+DEP_LIBS   := $(PKG_LIBS)
+endif
 
 SANITIZE  ?=
 comma     := ,
@@ -24,7 +36,7 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra $(WERROR) -Wno-unused-parameter -fno-strict-aliasing \
              -D_GNU_SOURCE -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" \
              -iquote src $(PKG_CFLAGS)
-LDLIBS    += $(PKG_LIBS)
+LDLIBS    += $(DEP_LIBS)
 ifneq ($(SANITIZE),)
 CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 LDFLAGS   += -fsanitize=$(SANITIZE)

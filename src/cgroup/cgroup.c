@@ -302,8 +302,8 @@ static int systemd_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
   return 0;
 }
 
-int cgroup_create(const char *id, const struct spec_linux *l, enum cgroup_manager mgr, struct cgroup **out,
-                  struct cm_error **err) {
+static int create(const char *id, const struct spec_linux *l, enum cgroup_manager mgr, bool with_resources,
+                  struct cgroup **out, struct cm_error **err) {
   *out = NULL;
   if (mgr == CGROUP_MANAGER_SYSTEMD)
     return systemd_create(id, l, out, err);
@@ -343,12 +343,8 @@ int cgroup_create(const char *id, const struct spec_linux *l, enum cgroup_manage
       goto fail;
     }
   }
-  if (l != NULL) {
-    size_t n_rules = 0;
-    cleanup_free struct spec_device_rule *rules = cg_device_rules(&l->resources, l->devices, l->n_devices, &n_rules);
-    if (apply_resources(cg, &l->resources, rules, n_rules, err) < 0)
-      goto fail;
-  }
+  if (with_resources && l != NULL && cgroup_apply_resources(cg, l, err) < 0)
+    goto fail;
   *out = cg;
   return 0;
 
@@ -356,6 +352,25 @@ fail:
   remove_created(cg);
   cgroup_free(cg);
   return -1;
+}
+
+int cgroup_create(const char *id, const struct spec_linux *l, enum cgroup_manager mgr, struct cgroup **out,
+                  struct cm_error **err) {
+  return create(id, l, mgr, true, out, err);
+}
+
+int cgroup_create_without_resources(const char *id, const struct spec_linux *l, enum cgroup_manager mgr,
+                                    struct cgroup **out, struct cm_error **err) {
+  return create(id, l, mgr, false, out, err);
+}
+
+int cgroup_apply_resources(struct cgroup *cg, const struct spec_linux *l, struct cm_error **err) {
+  /* The systemd driver applies them when it starts the scope (cgroup_enter). */
+  if (cg->mode == CGROUP_MODE_DISABLED || cg->systemd_unit != NULL)
+    return 0;
+  size_t n_rules = 0;
+  cleanup_free struct spec_device_rule *rules = cg_device_rules(&l->resources, l->devices, l->n_devices, &n_rules);
+  return apply_resources(cg, &l->resources, rules, n_rules, err);
 }
 
 int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {

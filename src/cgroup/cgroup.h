@@ -24,6 +24,12 @@ struct cgroup;
  * linux.resources. Nothing is left behind on error. */
 int cgroup_create(const char *id, const struct spec_linux *l, enum cgroup_manager mgr, struct cgroup **out,
                   struct cm_error **err);
+/* The same in two steps, so create can apply the resources (file writes, the device filter's BPF
+ * load) while the container's init sets up its mounts: they only have to be in place before the
+ * user's process runs. On an error from cgroup_apply_resources the caller destroys the cgroup. */
+int cgroup_create_without_resources(const char *id, const struct spec_linux *l, enum cgroup_manager mgr,
+                                    struct cgroup **out, struct cm_error **err);
+int cgroup_apply_resources(struct cgroup *cg, const struct spec_linux *l, struct cm_error **err);
 /* Move pid (the container's first process) into the cgroup. */
 int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err);
 /* An fd of the cgroup2 directory to clone the first process straight into (clone_child), or -1

@@ -97,6 +97,8 @@ static int resolve_paths(const struct spec *s, const struct create_options *o, c
   return 0;
 }
 
+/* exec, poststart and poststop read the config as it was at create, whatever happens to the
+ * bundle afterwards. */
 static int keep_config(int dirfd, const struct create_options *o, const char *bundle, struct cm_error **err) {
   cleanup_free char *dflt = NULL;
   const char *src = o->config_path;
@@ -195,6 +197,13 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
     return -1;
   /* Init cloned directly (no stage1): we know its pid already. */
   if (r->init > 0 && sync_send(r->sock, SYNC_INIT_PID, r->init, NULL, -1, err) < 0)
+    return -1;
+  /* While the child sets up its namespaces and mounts (on the other CPU, if there is one): the
+   * cgroup's limits and device filter, needed only before the user's process runs (init execs
+   * it after READY), and the copy of the config that exec and the hooks read later. */
+  if (r->cgroup && cgroup_apply_resources(r->cgroup, &r->spec->linux_, err) < 0)
+    return -1;
+  if (keep_config(r->dirfd, r->opts, r->st.bundle, err) < 0)
     return -1;
   for (;;) {
     struct sync_msg m;
@@ -353,7 +362,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
 
   if (ctx->cgroup_manager != CGROUP_MANAGER_DISABLED &&
-      cgroup_create(opts->id, &s->linux_, ctx->cgroup_manager, &r.cgroup, err) < 0)
+      cgroup_create_without_resources(opts->id, &s->linux_, ctx->cgroup_manager, &r.cgroup, err) < 0)
     goto fail;
   if (r.cgroup)
     r.st.cgroup = cgroup_serialize(r.cgroup);
@@ -426,10 +435,6 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   test_pause_at("ready");
 
   r.st.pid_start_time = proc_pid_start_time(r.init);
-  /* exec, poststart and poststop read the config as it was at create, whatever happens to the
-   * bundle afterwards. */
-  if (keep_config(r.dirfd, opts, r.st.bundle, err) < 0)
-    goto fail;
   if (state_progress_commit(r.dirfd, &r.progress, &r.st, err) < 0)
     goto fail;
   test_pause_at("state");
