@@ -18,10 +18,10 @@ bench_is_cgroup2() {
   [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]
 }
 
-# bench_enter_cgroup2 SCRIPT ARGS...: on a hybrid/v1 host, re-run SCRIPT inside a private mount
-# namespace where cgroup2 is mounted at /sys/fs/cgroup (DESIGN.md §5), so runc, crun and codemode
-# all see the same unified view. On a native v2 host this returns and the caller runs directly.
-# The namespace (and every mount made in it) goes away when the script exits.
+# bench_enter_cgroup2 SCRIPT ARGS...: re-run SCRIPT inside a private mount namespace; on a
+# hybrid/v1 host cgroup2 is mounted at /sys/fs/cgroup there (DESIGN.md §5), so runc, crun and
+# codemode all see the same unified view, and bench_state_tmpfs can give the runtimes a tmpfs for
+# their state roots. The namespace (and every mount made in it) goes away when the script exits.
 bench_enter_cgroup2() {
   local script=$1
   shift
@@ -35,10 +35,22 @@ bench_enter_cgroup2() {
     bench_is_cgroup2 || bench_die "could not mount cgroup2 at /sys/fs/cgroup"
     return 0
   fi
-  bench_is_cgroup2 && return 0
-  command -v unshare >/dev/null || bench_die "hybrid cgroup host and no unshare(1)"
+  command -v unshare >/dev/null || bench_die "no unshare(1)"
+  if bench_is_cgroup2; then export BENCH_HOST_CGROUPS=v2; else export BENCH_HOST_CGROUPS=hybrid; fi
   BENCH_IN_NS=1 exec unshare -m --propagation private bash "$script" "$@"
 }
+
+# bench_state_tmpfs DIR: a tmpfs at DIR for the runtimes' --root state dirs, as /run is a tmpfs
+# on a normal system. Here /tmp and /run are a journal-less ext4, where creating a file in a
+# directory that saw many recent deletions scans every inode freed in the last five minutes
+# (ext4's recently_deleted): after a few hundred runs each new state file cost about 1 ms, for
+# every runtime, and the benchmark measured the disk instead of the runtimes. Undo it with
+# bench_state_tmpfs_release before removing DIR.
+bench_state_tmpfs() {
+  mkdir -p "$1"
+  mount -t tmpfs -o mode=0700,size=64m bench-state "$1" || bench_die "could not mount a tmpfs at $1"
+}
+bench_state_tmpfs_release() { umount -l "$1" 2>/dev/null || true; }
 
 # bench_make_bundles DIR: DIR/true (args /bin/true) and DIR/sleep (args sleep 1000, same rootfs
 # through an absolute root.path). Both configs are identical otherwise and used by all runtimes:

@@ -39,6 +39,7 @@ work=$(mktemp -d /tmp/codemode-profile.XXXXXX)
 prefix="cmprof$$-"
 id=${prefix}run
 state=$work/state/$name
+bench_state_tmpfs "$work/state"
 
 cleanup() {
   local rc=$?
@@ -48,6 +49,7 @@ cleanup() {
   bench_cleanup_runtime "$name" "$state"
   bench_sweep_cgroups "$prefix"
   [ -n "${PROFILE_KEEP:-}" ] && mkdir -p "$PROFILE_KEEP" && cp "$work"/*.txt "$PROFILE_KEEP/" 2>/dev/null
+  bench_state_tmpfs_release "$work/state"
   rm -rf "$work"
   exit "$rc"
 }

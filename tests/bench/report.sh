@@ -90,11 +90,12 @@ ratio() {
   echo
   cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
   echo "Machine: $(nproc) CPUs (${cpu:-unknown CPU}), kernel $(uname -r), $(awk '/MemTotal/ { printf "%.1f GB RAM", $2 / 1048576 }' /proc/meminfo)."
-  if [ -n "${BENCH_IN_NS:-}" ]; then
+  if [ "${BENCH_HOST_CGROUPS:-}" = hybrid ]; then
     echo "cgroups: hybrid host; all runtimes in a private mount namespace with cgroup2 at /sys/fs/cgroup."
   else
-    echo "cgroups: $(stat -fc %T /sys/fs/cgroup)."
+    echo "cgroups: cgroup v2 host; all runtimes in a private mount namespace."
   fi
+  echo "State roots (--root): a tmpfs, as /run is on a normal system (this host's /tmp and /run are ext4)."
   echo "Method: hyperfine, ${BENCH_RUNS:-?} runs after ${BENCH_WARMUP:-?} warm-up runs; same busybox bundle and config.json"
   echo "for all (terminal false, no devices cgroup rules). Cells: median ±stddev (min–max). Peak RSS:"
   echo "/usr/bin/time %M over the runtime and the processes it waits for. Total time: ${BENCH_ELAPSED:-?} s;"

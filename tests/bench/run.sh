@@ -19,8 +19,9 @@
 #   BENCH_RESULTS    output directory (default tests/bench/results)
 #   BENCH_TIMEOUT    seconds after which one runtime command counts as hung (default 20)
 #
-# On a hybrid cgroup host everything runs in a private mount namespace with cgroup2 mounted at
-# /sys/fs/cgroup (DESIGN.md §5); on a native cgroup v2 host it runs directly. Every container,
+# Everything runs in a private mount namespace: on a hybrid cgroup host cgroup2 is mounted at
+# /sys/fs/cgroup there (DESIGN.md §5), and the runtimes' state roots are on a tmpfs, as /run is
+# on a normal system (bench_state_tmpfs in lib.sh says why). Every container,
 # state dir, cgroup and temp dir it creates is removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
 
@@ -52,7 +53,8 @@ work=$(mktemp -d /tmp/codemode-bench.XXXXXX)
 prefix="cmbench$$-" # container ids and so cgroup names: ours alone, whatever else runs
 tsv=$work/results.tsv
 errlog=$work/errors.log # use_runtime points it at the current runtime's log
-mkdir -p "$work/raw" "$work/state"
+mkdir -p "$work/raw"
+bench_state_tmpfs "$work/state"
 : >"$tsv"
 
 cleanup() {
@@ -65,6 +67,7 @@ cleanup() {
   done
   bench_sweep_cgroups "$prefix"
   left=$(printf '%s\n%s\n' "$left" "$(bench_leftovers "$prefix")" | sed '/^$/d')
+  bench_state_tmpfs_release "$work/state"
   if [ -n "$left" ]; then
     bench_log "left behind after cleanup:"
     echo "$left" >&2
