@@ -98,3 +98,11 @@ run_detached() {
   }
 }
 cleanup_container() { cm delete --force "$1" >/dev/null 2>&1; }
+
+# The last test of a variant: no cgroup under cmvm and no state dir is left.
+nothing_left() {
+  local left
+  left=$(find $CG/cmvm -mindepth 1 -type d 2>/dev/null)
+  [ -z "$left" ] || { echo "left behind: $left"; return 1; }
+  [ -z "$(ls "$STATE")" ] || { echo "state left: $(ls "$STATE")"; return 1; }
+}

@@ -156,12 +156,6 @@ t "selinux: create fails naming process.selinuxLabel when the policy has no such
 t "selinux: create fails naming linux.mountLabel when the policy has no such type, leaves nothing" \
   invalid_label bad-mount-label '.linux.mountLabel = "system_u:object_r:no_such_t:s0"' mountLabel
 
-nothing_left() {
-  local left
-  left=$(find $CG/cmvm -mindepth 1 -type d 2>/dev/null)
-  [ -z "$left" ] || { echo "left behind: $left"; return 1; }
-  [ -z "$(ls "$STATE")" ] || { echo "state left: $(ls "$STATE")"; return 1; }
-}
 t "selinux: delete leaves no cgroup and no state behind" nothing_left
 rmdir $CG/cmvm 2>/dev/null
 umount "$DENIED"
