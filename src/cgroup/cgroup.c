@@ -394,6 +394,10 @@ int cgroup_open_for_clone(const struct cgroup *cg) {
   return open(cg->v2_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+bool cgroup_whole_at_clone(const struct cgroup *cg) {
+  return cg->mode == CGROUP_MODE_UNIFIED && !cg->systemd_pending && cg->n_v1 == 0 && cg->v2_dir != NULL;
+}
+
 void cgroup_mark_cloned_into(struct cgroup *cg) {
   cg->v2_cloned_into = true;
 }

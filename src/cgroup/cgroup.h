@@ -38,6 +38,9 @@ int cgroup_open_for_clone(const struct cgroup *cg);
 /* The kernel placed the process in the cgroup2 directory at clone: cgroup_enter then only adds it
  * to the v1 hierarchies (or does nothing on a pure v2 host). */
 void cgroup_mark_cloned_into(struct cgroup *cg);
+/* A process cloned into cgroup_open_for_clone's directory is in every hierarchy it needs (a pure
+ * v2 host, cgroupfs driver): nothing is left for cgroup_enter to do. */
+bool cgroup_whole_at_clone(const struct cgroup *cg);
 /* A string to keep in the state file, and the way back from it. */
 char *cgroup_serialize(const struct cgroup *cg);
 struct cgroup *cgroup_deserialize(const char *saved, struct cm_error **err);

@@ -25,8 +25,7 @@ pid_t clone_child(unsigned long ns_flags, int cgroup2_fd, bool *in_cgroup) {
     args.cgroup = (uint64_t)cgroup2_fd;
     pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
     if (pid >= 0) {
-      if (pid > 0)
-        *in_cgroup = true;
+      *in_cgroup = true; /* in the child too: it may then skip waiting to be moved */
       return pid;
     }
     /* Any refusal (ENOSYS, E2BIG on old kernels; EBUSY, EOPNOTSUPP from the cgroup): fall back

@@ -22,6 +22,7 @@
 #include "linux/seccomp.h"
 #include "linux/security_attrs.h"
 #include "linux/clone_child.h"
+#include "linux/netns_prep.h"
 #include "linux/selfclone.h"
 #include "linux/sysctl.h"
 #include "runtime/container_init.h"
@@ -128,6 +129,7 @@ struct create_run {
   struct cgroup *cgroup;
   int dirfd, sock, fifo_fd;
   struct state_progress progress; /* creating.json, until it becomes state.json */
+  bool cgroup_done;               /* init was born in its whole cgroup (init_config.cgroup_done) */
   pid_t stage1, init;
   int console_master;
 };
@@ -193,10 +195,11 @@ static int send_seccomp_listener(struct create_run *r, int listener, struct cm_e
 
 /* Drive stage1 and init until READY. */
 static int drive_child(struct create_run *r, struct cm_error **err) {
-  if (sync_send(r->sock, SYNC_CGROUP_JOINED, 0, NULL, -1, err) < 0)
+  if (!r->cgroup_done && sync_send(r->sock, SYNC_CGROUP_JOINED, 0, NULL, -1, err) < 0)
     return -1;
-  /* Init cloned directly (no stage1): we know its pid already. */
-  if (r->init > 0 && sync_send(r->sock, SYNC_INIT_PID, r->init, NULL, -1, err) < 0)
+  /* Init cloned directly (no stage1): we know its pid already (sent right after the clone when
+   * init does not wait for its cgroup). */
+  if (r->init > 0 && !r->cgroup_done && sync_send(r->sock, SYNC_INIT_PID, r->init, NULL, -1, err) < 0)
     return -1;
   /* While the child sets up its namespaces and mounts (on the other CPU, if there is one): the
    * cgroup's limits and device filter, needed only before the user's process runs (init execs
@@ -307,12 +310,19 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1, .progress = {-1},
                          .console_master = -1};
   struct seccomp_program seccomp = {0}, seccomp_stacked = {0};
+  struct netns_prep netns = {.started = false, .fd = -1};
   bool has_seccomp = false, has_stacked = false;
   int child_sock = -1;
   int rc = -1;
 
   if (validate_for_create(s, opts, err) < 0 || resolve_paths(s, opts, &r.st.bundle, &r.st.rootfs, err) < 0)
     goto out;
+  /* Without joins, user or time namespaces, init is cloned with its namespaces in one step:
+   * no stage1 process, one fork and two sync round trips fewer. Its network namespace, the
+   * costly one, is made meanwhile by a thread (linux/netns_prep.h). */
+  bool direct = container_init_direct_possible(s);
+  if (direct && ns_new(s, SPEC_NS_NETWORK))
+    netns_prep_start(&netns);
   /* Compiled before anything exists: a bad filter fails here, cleanly. */
   if (s->linux_.seccomp.present) {
     if (seccomp_compile_cached(&s->linux_.seccomp, SECCOMP_CACHE_DIR, &seccomp, err) < 0)
@@ -370,10 +380,12 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
   test_pause_at("cgroup");
 
-  /* Without joins, user or time namespaces, init is cloned with its namespaces in one step:
-   * no stage1 process, one fork and two sync round trips fewer. */
-  bool direct = container_init_direct_possible(s);
   int ns_flags = direct ? container_init_direct_clone_flags(s) : 0;
+  int netns_fd = netns_prep_finish(&netns);
+  if (netns_fd >= 0 && (netns_fd = fd_move_above(netns_fd, min_fd, err)) < 0)
+    goto fail;
+  if (netns_fd >= 0)
+    ns_flags &= ~CLONE_NEWNET;
   int cgroup_fd = r.cgroup ? cgroup_open_for_clone(r.cgroup) : -1;
   bool in_cgroup = false;
   pid_t child = clone_child((unsigned long)ns_flags, cgroup_fd, &in_cgroup);
@@ -381,17 +393,26 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     cm_error_set(err, errno, direct ? "clone container init with new namespaces (flags 0x%x)" : "fork", ns_flags);
     if (cgroup_fd >= 0)
       close(cgroup_fd);
+    if (netns_fd >= 0)
+      close(netns_fd);
     goto fail;
   }
   if (child > 0) {
     if (cgroup_fd >= 0)
       close(cgroup_fd);
+    if (netns_fd >= 0)
+      close(netns_fd);
     if (in_cgroup)
       cgroup_mark_cloned_into(r.cgroup);
     if (direct)
       r.init = r.st.pid = child;
     else
       r.stage1 = child;
+    r.cgroup_done = direct && in_cgroup && cgroup_whole_at_clone(r.cgroup);
+    /* Nothing to wait for: init learns its host pid and sets up at once. If we die before
+     * recording that pid, the cgroup in the progress record still leads `delete` to it. */
+    if (r.cgroup_done && sync_send(r.sock, SYNC_INIT_PID, child, NULL, -1, err) < 0)
+      goto fail;
   }
   if (child == 0) {
     /* The state dir's flock is shared by every copy of this fd: init must not keep holding it
@@ -409,6 +430,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .bundle = r.st.bundle,
         .rootfs = r.st.rootfs,
         .sync_fd = child_sock,
+        .netns_fd = netns_fd,
+        .cgroup_done = direct && in_cgroup && cgroup_whole_at_clone(r.cgroup),
         .fifo_fd = r.fifo_fd,
         .preserve_fds = opts->preserve_fds,
         .no_pivot = opts->no_pivot,
@@ -465,6 +488,9 @@ out:
   if (r.sock >= 0)
     close(r.sock);
   state_progress_close(&r.progress);
+  int unused_netns = netns_prep_finish(&netns); /* a create that failed before its clone */
+  if (unused_netns >= 0)
+    close(unused_netns);
   if (r.dirfd >= 0)
     close(r.dirfd);
   if (r.console_master >= 0)
