@@ -137,15 +137,6 @@ int container_init_direct_clone_flags(const struct spec *s) {
 
 void container_init_direct(const struct init_config *c) {
   struct cm_error *err = NULL;
-  /* Joined before anything that depends on it (sysfs, lo, net.* sysctls); cloned without
-   * CLONE_NEWNET, we are in no other network namespace but the host's until then. */
-  if (c->netns_fd >= 0) {
-    if (setns(c->netns_fd, CLONE_NEWNET) < 0) {
-      cm_error_set(&err, errno, "join the container's network namespace");
-      fail(c->sync_fd, err);
-    }
-    close(c->netns_fd);
-  }
   /* As in stage1: the cgroup namespace is made only once we are in the container's cgroup,
    * so the container sees its own cgroup as its root. */
   if (!c->cgroup_done)

@@ -20,8 +20,6 @@ struct init_config {
   const char *rootfs; /* absolute */
   int sync_fd;        /* child end of the sync socketpair */
   bool cgroup_done;   /* direct init born in its final cgroup: no SYNC_CGROUP_JOINED comes */
-  int netns_fd;       /* -1, or the new network namespace made ahead (linux/netns_prep.h): the
-                       * direct init joins it first */
   int fifo_fd;        /* exec.fifo, opened O_RDWR: a read blocks until `start` writes; -1 with
                        * start_at_once: SYNC_START arrives on sync_fd instead */
   int preserve_fds;

@@ -22,7 +22,6 @@
 #include "linux/seccomp.h"
 #include "linux/security_attrs.h"
 #include "linux/clone_child.h"
-#include "linux/netns_prep.h"
 #include "linux/selfclone.h"
 #include "linux/sysctl.h"
 #include "runtime/container_init.h"
@@ -310,19 +309,12 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1, .progress = {-1},
                          .console_master = -1};
   struct seccomp_program seccomp = {0}, seccomp_stacked = {0};
-  struct netns_prep netns = {.started = false, .fd = -1};
   bool has_seccomp = false, has_stacked = false;
   int child_sock = -1;
   int rc = -1;
 
   if (validate_for_create(s, opts, err) < 0 || resolve_paths(s, opts, &r.st.bundle, &r.st.rootfs, err) < 0)
     goto out;
-  /* Without joins, user or time namespaces, init is cloned with its namespaces in one step:
-   * no stage1 process, one fork and two sync round trips fewer. Its network namespace, the
-   * costly one, is made meanwhile by a thread (linux/netns_prep.h). */
-  bool direct = container_init_direct_possible(s);
-  if (direct && ns_new(s, SPEC_NS_NETWORK))
-    netns_prep_start(&netns);
   /* Compiled before anything exists: a bad filter fails here, cleanly. */
   if (s->linux_.seccomp.present) {
     if (seccomp_compile_cached(&s->linux_.seccomp, SECCOMP_CACHE_DIR, &seccomp, err) < 0)
@@ -380,12 +372,10 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
   test_pause_at("cgroup");
 
+  /* Without joins, user or time namespaces, init is cloned with its namespaces in one step:
+   * no stage1 process, one fork and two sync round trips fewer. */
+  bool direct = container_init_direct_possible(s);
   int ns_flags = direct ? container_init_direct_clone_flags(s) : 0;
-  int netns_fd = netns_prep_finish(&netns);
-  if (netns_fd >= 0 && (netns_fd = fd_move_above(netns_fd, min_fd, err)) < 0)
-    goto fail;
-  if (netns_fd >= 0)
-    ns_flags &= ~CLONE_NEWNET;
   int cgroup_fd = r.cgroup ? cgroup_open_for_clone(r.cgroup) : -1;
   bool in_cgroup = false;
   pid_t child = clone_child((unsigned long)ns_flags, cgroup_fd, &in_cgroup);
@@ -393,15 +383,11 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     cm_error_set(err, errno, direct ? "clone container init with new namespaces (flags 0x%x)" : "fork", ns_flags);
     if (cgroup_fd >= 0)
       close(cgroup_fd);
-    if (netns_fd >= 0)
-      close(netns_fd);
     goto fail;
   }
   if (child > 0) {
     if (cgroup_fd >= 0)
       close(cgroup_fd);
-    if (netns_fd >= 0)
-      close(netns_fd);
     if (in_cgroup)
       cgroup_mark_cloned_into(r.cgroup);
     if (direct)
@@ -430,7 +416,6 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .bundle = r.st.bundle,
         .rootfs = r.st.rootfs,
         .sync_fd = child_sock,
-        .netns_fd = netns_fd,
         .cgroup_done = direct && in_cgroup && cgroup_whole_at_clone(r.cgroup),
         .fifo_fd = r.fifo_fd,
         .preserve_fds = opts->preserve_fds,
@@ -488,9 +473,6 @@ out:
   if (r.sock >= 0)
     close(r.sock);
   state_progress_close(&r.progress);
-  int unused_netns = netns_prep_finish(&netns); /* a create that failed before its clone */
-  if (unused_netns >= 0)
-    close(unused_netns);
   if (r.dirfd >= 0)
     close(r.dirfd);
   if (r.console_master >= 0)
