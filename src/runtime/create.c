@@ -379,6 +379,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   int cgroup_fd = r.cgroup ? cgroup_open_for_clone(r.cgroup) : -1;
   bool in_cgroup = false;
   pid_t child = clone_child((unsigned long)ns_flags, cgroup_fd, &in_cgroup);
+  /* The same answer in parent and child: init then neither waits for nor gets a go message. */
+  r.cgroup_done = child >= 0 && direct && in_cgroup && cgroup_whole_at_clone(r.cgroup);
   if (child < 0) {
     cm_error_set(err, errno, direct ? "clone container init with new namespaces (flags 0x%x)" : "fork", ns_flags);
     if (cgroup_fd >= 0)
@@ -394,7 +396,6 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
       r.init = r.st.pid = child;
     else
       r.stage1 = child;
-    r.cgroup_done = direct && in_cgroup && cgroup_whole_at_clone(r.cgroup);
     /* Nothing to wait for: init learns its host pid and sets up at once. If we die before
      * recording that pid, the cgroup in the progress record still leads `delete` to it. */
     if (r.cgroup_done && sync_send(r.sock, SYNC_INIT_PID, child, NULL, -1, err) < 0)
@@ -416,7 +417,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .bundle = r.st.bundle,
         .rootfs = r.st.rootfs,
         .sync_fd = child_sock,
-        .cgroup_done = direct && in_cgroup && cgroup_whole_at_clone(r.cgroup),
+        .cgroup_done = r.cgroup_done,
         .fifo_fd = r.fifo_fd,
         .preserve_fds = opts->preserve_fds,
         .no_pivot = opts->no_pivot,

@@ -372,22 +372,20 @@ int state_read(int dirfd, const char *id, struct container_state *st, struct cm_
 }
 
 int state_remove_if_corrupt(const char *root, const char *id) {
-  struct cm_error *ignored = NULL;
-  cleanup_close int dirfd = state_dir_open_locked(root, id, &ignored);
-  cm_error_freep(&ignored);
+  struct cm_error *err = NULL;
+  cleanup_close int dirfd = state_dir_open_locked(root, id, &err);
+  cm_error_freep(&err);
   if (dirfd < 0)
     return 0;
-  char buf[2];
-  cleanup_close int fd = openat(dirfd, "state.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  /* Only an unparsable state.json (an empty one included) counts; an unreadable one does not. */
   struct container_state st;
-  bool corrupt = fd >= 0 && (read(fd, buf, 1) == 0 || state_read(dirfd, id, &st, &ignored) < 0);
-  if (!corrupt && fd >= 0 && ignored == NULL)
+  int r = state_read(dirfd, id, &st, &err);
+  bool corrupt = r < 0 && err && err->errnum == 0;
+  cm_error_freep(&err);
+  if (r == 0)
     container_state_clear(&st);
-  cm_error_freep(&ignored);
-  if (!corrupt)
-    return 0;
-  if (state_dir_remove(root, id, &ignored) < 0) {
-    cm_error_freep(&ignored);
+  if (!corrupt || state_dir_remove(root, id, &err) < 0) {
+    cm_error_freep(&err);
     return 0;
   }
   return 1;
