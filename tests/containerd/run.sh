@@ -3,19 +3,8 @@
 # line says why) when this machine cannot run it. Under CI=true, missing packages are installed.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-: "${CODEMODE:=$repo/build/codemode}"
-export CODEMODE
-cannot() {
-  echo "containerd suite: $1" >&2
-  exit 77
-}
-[ "$(id -u)" -eq 0 ] || cannot "needs root"
-[ -x "$CODEMODE" ] || cannot "no codemode binary at $CODEMODE (make first)"
-command -v bats >/dev/null || cannot "bats is not installed"
-if ! command -v containerd >/dev/null || ! command -v ctr >/dev/null; then
-  [ "${CI:-}" = true ] || cannot "containerd is not installed (apt-get install containerd)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends containerd >&2 ||
-    cannot "containerd cannot be installed"
-fi
+# shellcheck source=tests/lib/bats_suite.sh
+. "$here/../lib/bats_suite.sh"
+bats_suite_init containerd
+bats_suite_need containerd -- containerd ctr
 exec bats --tap "$here"/*.bats

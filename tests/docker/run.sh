@@ -3,20 +3,9 @@
 # line says why) when this machine cannot run it. Under CI=true, missing packages are installed.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-: "${CODEMODE:=$repo/build/codemode}"
-export CODEMODE
-cannot() {
-  echo "docker suite: $1" >&2
-  exit 77
-}
-[ "$(id -u)" -eq 0 ] || cannot "needs root"
-[ -x "$CODEMODE" ] || cannot "no codemode binary at $CODEMODE (make first)"
-command -v bats >/dev/null || cannot "bats is not installed"
-if ! command -v dockerd >/dev/null; then
-  [ "${CI:-}" = true ] || cannot "dockerd is not installed (apt-get install docker.io)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io containerd >&2 ||
-    cannot "docker.io cannot be installed"
-fi
-command -v docker >/dev/null || cannot "no docker CLI"
+# shellcheck source=tests/lib/bats_suite.sh
+. "$here/../lib/bats_suite.sh"
+bats_suite_init docker
+bats_suite_need docker.io containerd -- dockerd
+command -v docker >/dev/null || bats_suite_cannot "no docker CLI"
 exec bats --tap "$here"/*.bats

@@ -49,16 +49,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0 failed=0
-pass() { n=$((n + 1)); echo "ok $n $1"; }
-fail() {
-  local l
-  n=$((n + 1))
-  failed=$((failed + 1))
-  echo "not ok $n $1"
-  shift
-  for l in "$@"; do echo "# $l"; done
-}
+# shellcheck source=tests/lib/tap.sh
+. "$repo/tests/lib/tap.sh"
 check() { # check NAME FILE: pass when FILE is empty, else fail with its first lines
   if [ -s "$2" ]; then fail "$1" "$(head -n 20 "$2")"; else pass "$1"; fi
 }

@@ -40,16 +40,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-n=0 failed=0
-pass() { n=$((n + 1)); echo "ok $n $1"; }
-fail() {
-  local l
-  n=$((n + 1))
-  failed=$((failed + 1))
-  echo "not ok $n $1"
-  shift
-  for l in "$@"; do echo "# $l"; done
-}
+# shellcheck source=tests/lib/tap.sh
+. "$repo/tests/lib/tap.sh"
 
 echo "1..5"
 cc -std=gnu11 -O2 -Wall -Wextra -o "$work/sealed-exec" "$here/sealed-exec.c" ||
