@@ -24,25 +24,6 @@
 #define MCP_OOM_SCORE_ADJ 1000
 #define MCP_TMPFS_SIZE "size=64m"
 
-/* Docker's masked and read-only sets: kernel interfaces that leak host data or accept writes
- * that act on the whole machine. */
-static const char *const mcp_masked_paths[] = {
-    "/proc/acpi",
-    "/proc/asound",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/proc/scsi",
-    "/sys/firmware",
-    "/sys/devices/virtual/powercap",
-};
-static const char *const mcp_readonly_paths[] = {
-    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
-};
-
 /* --- process ------------------------------------------------------------------------------ */
 
 static char *cap_names(uint64_t mask) {
@@ -283,9 +264,8 @@ static int tighten_mounts(struct spec *s, const char *bundle, struct policy_repo
   return 0;
 }
 
-static void add_paths(struct spec_strv *v, const char *const *paths, size_t n, const char *what,
-                      struct policy_report *r) {
-  for (size_t i = 0; i < n; i++) {
+static void add_paths(struct spec_strv *v, const char *const *paths, const char *what, struct policy_report *r) {
+  for (size_t i = 0; paths[i] != NULL; i++) {
     bool found = false;
     for (size_t k = 0; k < v->count && !found; k++)
       found = strcmp(v->items[k], paths[i]) == 0;
@@ -431,10 +411,9 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
     return -1;
   s->has_linux = true;
   policy_mcp_tighten_process(s->process, r);
-  add_paths(&s->linux_.masked_paths, mcp_masked_paths, sizeof(mcp_masked_paths) / sizeof(mcp_masked_paths[0]),
-            "maskedPaths", r);
-  add_paths(&s->linux_.readonly_paths, mcp_readonly_paths,
-            sizeof(mcp_readonly_paths) / sizeof(mcp_readonly_paths[0]), "readonlyPaths", r);
+  /* The default config's masked and read-only sets, whatever the caller's config left out. */
+  add_paths(&s->linux_.masked_paths, spec_default_masked_paths, "maskedPaths", r);
+  add_paths(&s->linux_.readonly_paths, spec_default_readonly_paths, "readonlyPaths", r);
   tighten_devices(&s->linux_, r);
   drop_sysctls(&s->linux_, r);
   tighten_resources(&s->linux_.resources, r);

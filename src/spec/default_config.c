@@ -9,7 +9,7 @@
 
 static const char *const default_caps[] = {"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE", NULL};
 
-static const char *const masked_paths[] = {
+const char *const spec_default_masked_paths[] = {
     "/proc/acpi",
     "/proc/asound",
     "/proc/kcore",
@@ -25,7 +25,7 @@ static const char *const masked_paths[] = {
     NULL,
 };
 
-static const char *const readonly_paths[] = {
+const char *const spec_default_readonly_paths[] = {
     "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
 
@@ -149,9 +149,9 @@ static void gen_linux(yajl_gen g, bool rootless) {
   }
   yajl_gen_array_close(g);
   gen_str(g, "maskedPaths");
-  gen_strv(g, masked_paths);
+  gen_strv(g, spec_default_masked_paths);
   gen_str(g, "readonlyPaths");
-  gen_strv(g, readonly_paths);
+  gen_strv(g, spec_default_readonly_paths);
   yajl_gen_map_close(g);
 }
 

@@ -347,6 +347,11 @@ const char *spec_kv_get(const struct spec_kv_list *l, const char *key);
 /* The default config.json `codemode spec` writes (runc-compatible); rootless variant too.
  * Returns a malloc'd JSON string. */
 char *spec_default_json(bool rootless);
+/* The default config's linux.maskedPaths and linux.readonlyPaths (Docker's sets; NULL-ended):
+ * kernel interfaces that leak host data or accept writes acting on the whole machine. The mcp
+ * profile enforces them on any config. */
+extern const char *const spec_default_masked_paths[];
+extern const char *const spec_default_readonly_paths[];
 /* The OCI features document (`codemode features`). */
 char *spec_features_json(void);
 
