@@ -34,10 +34,6 @@ static __attribute__((noreturn)) void fail(int sync_fd, struct cm_error *err) {
   _exit(1);
 }
 
-static bool ns_new(const struct spec *s, enum spec_ns_type t) {
-  return s->linux_.namespaces[t].present && s->linux_.namespaces[t].path == NULL;
-}
-
 /* Wait for one message of `type` from the runtime; anything else (or EOF: the runtime died) ends
  * this process, so a half-built container never outlives its runtime. */
 static int64_t expect(int sync_fd, uint32_t type) {
@@ -94,7 +90,7 @@ void container_stage1(const struct init_config *c) {
 
   int flags = 0;
   for (int t = 0; t < SPEC_NS_COUNT; t++) {
-    if (t != SPEC_NS_USER && ns_new(s, t))
+    if (t != SPEC_NS_USER && spec_ns_is_new(s, t))
       flags |= spec_ns_clone_flag(t);
   }
   if (flags && unshare(flags) < 0) {
@@ -102,7 +98,7 @@ void container_stage1(const struct init_config *c) {
     fail(c->sync_fd, err);
   }
   /* Offsets must be written before any process lives in the new time namespace. */
-  if (ns_new(s, SPEC_NS_TIME) && ns_write_time_offsets(&s->linux_, &err) < 0)
+  if (spec_ns_is_new(s, SPEC_NS_TIME) && ns_write_time_offsets(&s->linux_, &err) < 0)
     fail(c->sync_fd, err);
 
   /* CLONE_PARENT: init becomes the runtime's child, so `run` can wait for it and create's
@@ -123,13 +119,13 @@ bool container_init_direct_possible(const struct spec *s) {
     if (s->linux_.namespaces[t].present && s->linux_.namespaces[t].path != NULL)
       return false;
   }
-  return !s->linux_.namespaces[SPEC_NS_USER].present && !ns_new(s, SPEC_NS_TIME);
+  return !s->linux_.namespaces[SPEC_NS_USER].present && !spec_ns_is_new(s, SPEC_NS_TIME);
 }
 
 int container_init_direct_clone_flags(const struct spec *s) {
   int flags = 0;
   for (int t = 0; t < SPEC_NS_COUNT; t++) {
-    if (t != SPEC_NS_CGROUP && ns_new(s, t))
+    if (t != SPEC_NS_CGROUP && spec_ns_is_new(s, t))
       flags |= spec_ns_clone_flag(t);
   }
   return flags;
@@ -141,7 +137,7 @@ void container_init_direct(const struct init_config *c) {
    * so the container sees its own cgroup as its root. */
   if (!c->cgroup_done)
     expect(c->sync_fd, SYNC_CGROUP_JOINED);
-  if (ns_new(c->spec, SPEC_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
+  if (spec_ns_is_new(c->spec, SPEC_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
     cm_error_set(&err, errno, "unshare cgroup namespace");
     fail(c->sync_fd, err);
   }
@@ -320,9 +316,9 @@ static void container_init(const struct init_config *c) {
     fail(sync_fd, err);
   if (build_rootfs && rootfs_finalize(s, &err) < 0)
     fail(sync_fd, err);
-  if (ns_new(s, SPEC_NS_UTS) && ns_set_uts_names(s->hostname, s->domainname, &err) < 0)
+  if (spec_ns_is_new(s, SPEC_NS_UTS) && ns_set_uts_names(s->hostname, s->domainname, &err) < 0)
     fail(sync_fd, err);
-  if (ns_new(s, SPEC_NS_NETWORK) && net_loopback_up(&err) < 0)
+  if (spec_ns_is_new(s, SPEC_NS_NETWORK) && net_loopback_up(&err) < 0)
     fail(sync_fd, err);
 
   if (setsid() < 0) {

@@ -32,10 +32,6 @@
 #include "util/log.h"
 #include "util/sync.h"
 
-static bool ns_new(const struct spec *s, enum spec_ns_type t) {
-  return s->linux_.namespaces[t].present && s->linux_.namespaces[t].path == NULL;
-}
-
 /* Checks that need the whole config and the command line, before anything is made. */
 static int validate_for_create(const struct spec *s, const struct create_options *o, struct cm_error **err) {
   if (s->process == NULL)
@@ -49,13 +45,13 @@ static int validate_for_create(const struct spec *s, const struct create_options
     return cm_error_set(err, 0, "config.json: .process.terminal is true but --console-socket was not given");
   if (!s->linux_.namespaces[SPEC_NS_MOUNT].present)
     return cm_error_set(err, 0, "config.json: .linux.namespaces: a mount namespace is required");
-  if ((s->hostname || s->domainname) && !ns_new(s, SPEC_NS_UTS))
+  if ((s->hostname || s->domainname) && !spec_ns_is_new(s, SPEC_NS_UTS))
     return cm_error_set(err, 0, "config.json: .hostname: needs a new uts namespace");
-  if (ns_new(s, SPEC_NS_USER) && (s->linux_.n_uid_mappings == 0 || s->linux_.n_gid_mappings == 0))
+  if (spec_ns_is_new(s, SPEC_NS_USER) && (s->linux_.n_uid_mappings == 0 || s->linux_.n_gid_mappings == 0))
     return cm_error_set(err, 0, "config.json: .linux.uidMappings: a new user namespace needs uid and gid mappings");
   if (!s->linux_.namespaces[SPEC_NS_USER].present && (s->linux_.n_uid_mappings || s->linux_.n_gid_mappings))
     return cm_error_set(err, 0, "config.json: .linux.uidMappings: mappings need a user namespace in .linux.namespaces");
-  if ((s->linux_.time_monotonic.present || s->linux_.time_boottime.present) && !ns_new(s, SPEC_NS_TIME))
+  if ((s->linux_.time_monotonic.present || s->linux_.time_boottime.present) && !spec_ns_is_new(s, SPEC_NS_TIME))
     return cm_error_set(err, 0, "config.json: .linux.timeOffsets: needs a new time namespace");
   if (s->linux_.sysctl.count && sysctl_validate(s, err) < 0)
     return -1;

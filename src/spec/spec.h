@@ -343,6 +343,10 @@ int spec_ns_clone_flag(enum spec_ns_type t);             /* CLONE_NEW* */
 const char *spec_ns_proc_name(enum spec_ns_type t);      /* "pid", "net", "mnt", … as in /proc/PID/ns */
 const char *spec_hook_kind_name(enum spec_hook_kind k);  /* "prestart", "createRuntime", … */
 const char *spec_kv_get(const struct spec_kv_list *l, const char *key);
+/* The config asks for a new namespace of type t (listed without a path to join). */
+static inline bool spec_ns_is_new(const struct spec *s, enum spec_ns_type t) {
+  return s->linux_.namespaces[t].present && s->linux_.namespaces[t].path == NULL;
+}
 
 /* The default config.json `codemode spec` writes (runc-compatible); rootless variant too.
  * Returns a malloc'd JSON string. */
