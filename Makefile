@@ -75,6 +75,17 @@ $(B)/codemode: $(CLI_OBJS) $(B)/libcodemode.a
 $(B)/codemode-run: $(B)/src/cli/run_standalone.o $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) -o $@ $< $(B)/libcodemode.a $(LDLIBS) -lm
 
+# The exec trampoline (src/linux/exec_trampoline.h): freestanding, static, no loader; embedded
+# into the library (.incbin) and never instrumented, whatever SANITIZE says.
+TRAMPOLINE_CFLAGS := -Os -std=gnu11 -Wall -Wextra -Werror -ffreestanding -fno-builtin -fno-stack-protector \
+                     -fno-asynchronous-unwind-tables -fno-unwind-tables -fno-pie
+TRAMPOLINE_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-z,noexecstack -Wl,-z,norelro -Wl,-z,noseparate-code -s
+build/codemode-exec-trampoline: src/trampoline/exec_trampoline.c
+	@mkdir -p build
+	@echo "  CC      $@"
+	@$(CC) $(TRAMPOLINE_CFLAGS) $(TRAMPOLINE_LDFLAGS) -o $@ $<
+$(B)/src/linux/exec_trampoline.o: build/codemode-exec-trampoline
+
 # The seccomp profiles are built into the binary (.incbin): rebuild when one changes.
 $(B)/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)
 

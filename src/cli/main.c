@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "linux/exec_trampoline.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -93,6 +94,7 @@ static void print_version(void) {
 }
 
 int main(int argc, char **argv) {
+  exec_guard_make_nondumpable(); /* CVE-2019-5736: before anything forks */
   struct cli_globals g = {.ctx = {.root = "/run/codemode", .cgroup_manager = CGROUP_MANAGER_CGROUPFS}};
   const char *log_path = NULL;
   enum cm_log_format log_format = CM_LOG_TEXT;

@@ -2,7 +2,6 @@
 
 #include "cli/cli.h"
 #include "cli/create_flags.h"
-#include "linux/selfclone.h"
 
 static const char help[] =
     "usage: codemode run [options] ID\n"
@@ -21,10 +20,6 @@ int cmd_run(struct cli_globals *g, int argc, char **argv) {
   if (r != 0)
     return r < 0 ? 1 : 0;
   struct cm_error *err = NULL;
-  /* Re-exec from the sealed copy (CVE-2019-5736, linux/selfclone.h) before any other work, which
-   * the re-exec would otherwise do twice. */
-  if (selfclone_ensure(&err) < 0)
-    return cli_fail(err);
   int status = 0;
   struct cli_policy pol;
   if (cli_policy_prepare(g, &o, &pol, &err) < 0)

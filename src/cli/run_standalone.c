@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "linux/exec_trampoline.h"
 #include "linux/selfclone.h"
 #include "policy/profile.h"
 #include "policy/seccomp_profile.h"
@@ -706,14 +707,35 @@ static void restore_stdio(int saved[2]) {
   dup2(saved[1], STDOUT_FILENO);
 }
 
+/* Does the container need the runtime's sealed re-exec (linux/selfclone.h)? Read from the config
+ * as the caller wrote it (or the default one --rootfs generates): the options and the profiles
+ * never add an LSM label, a shared pid namespace or CAP_SYS_PTRACE. A config that does not load
+ * says no: the real load reports why, and nothing is forked. */
+static bool needs_sealed_copy(const struct run_options *o) {
+  struct cm_error *ignored = NULL;
+  struct spec *s;
+  if (o->rootfs) {
+    cleanup_free char *json = spec_default_json(false);
+    s = spec_load_string(json, strlen(json), "default config", &ignored);
+  } else {
+    char cfg[PATH_MAX + 16];
+    snprintf(cfg, sizeof(cfg), "%s/config.json", o->bundle);
+    s = spec_load_file(cfg, "config.json", &ignored);
+  }
+  cm_error_freep(&ignored);
+  bool needed = s && s->process && selfclone_required(s, s->process);
+  spec_free(s);
+  return needed;
+}
+
 int main(int argc, char **argv) {
+  exec_guard_make_nondumpable(); /* CVE-2019-5736: before anything forks */
   struct cm_error *err = NULL;
-  /* CVE-2019-5736: re-exec from a sealed copy before anything else, so the re-exec repeats no
-   * side effect (the runtime would otherwise do it in the middle of create). */
-  if (selfclone_ensure(&err) < 0)
-    return fail(err);
   struct run_options o = {.profile = "mcp", .grace = 5, .root = "/run/codemode"};
   parse_args(argc, argv, &o);
+  /* The sealed re-exec, if any, before anything is made: it would repeat or leak it. */
+  if (!o.explain && needs_sealed_copy(&o) && selfclone_ensure(&err) < 0)
+    return fail(err);
   if (cm_log_init(NULL, CM_LOG_TEXT, o.debug) < 0)
     return EXIT_RUN_ERROR;
 
@@ -813,6 +835,7 @@ int main(int argc, char **argv) {
                               .foreground = true,
                               .start_at_once = true,
                               .spec = s,
+                              .no_reexec = true,
                               .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL};
   struct created_container cc = {.pid = -1, .console_master = -1, .start_sock = -1};
   int created = runtime_create(&ctx, &co, &cc, &err);

@@ -1,12 +1,12 @@
-/* CVE-2019-5736 self-protection: run from a sealed memfd copy of our own binary.
- * See selfclone.h for the threat, the alternatives weighed and the measured cost: one copy of
- * the binary's loaded part into memory and one extra execve per create/run/exec. */
+/* CVE-2019-5736 self-protection where the exec trampoline is not enough: run from a sealed memfd
+ * copy of our own binary. See selfclone.h for when, the alternatives weighed and the cost. */
 #include "linux/selfclone.h"
 
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/capability.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,6 +25,31 @@ extern char **environ;
 /* Set across the re-exec only: if the new image still does not see itself sealed (a kernel
  * that loses the seals?), fail instead of re-executing forever. */
 static const char reexec_marker[] = "_CODEMODE_SELFCLONED";
+
+static bool has_label(const char *label) { return label != NULL && label[0] != '\0'; }
+
+static bool may_hold_ptrace(const struct spec_process *p) {
+  if (p == NULL)
+    return false;
+  const struct spec_capabilities *c = &p->capabilities;
+  uint64_t any = c->bounding | c->effective | c->inheritable | c->permitted | c->ambient;
+  return any & (UINT64_C(1) << CAP_SYS_PTRACE);
+}
+
+bool selfclone_required(const struct spec *s, const struct spec_process *p) {
+  /* The label's domain transition must happen at the exec of the program the policy was written
+   * for, not at the trampoline's (whose memfd no policy names as an entrypoint). */
+  if (has_label(p->selinux_label) || has_label(p->apparmor_profile))
+    return true;
+  /* Another container sharing the pid namespace (a pod), or the host's processes, may hold
+   * CAP_SYS_PTRACE, which opens a non-dumpable process's /proc/PID/exe. */
+  if (!spec_ns_is_new(s, SPEC_NS_PID))
+    return true;
+  /* Without a user namespace, a container's CAP_SYS_PTRACE is ours too. */
+  if (!s->linux_.namespaces[SPEC_NS_USER].present && (may_hold_ptrace(s->process) || may_hold_ptrace(p)))
+    return true;
+  return false;
+}
 
 bool selfclone_is_sealed(void) {
   cleanup_close int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);

@@ -15,6 +15,7 @@
 
 #include "linux/caps.h"
 #include "linux/console.h"
+#include "linux/exec_trampoline.h"
 #include "linux/fds.h"
 #include "linux/namespaces.h"
 #include "linux/net.h"
@@ -59,7 +60,8 @@ static int join_namespaces(const struct spec *s, struct cm_error **err) {
   return 0;
 }
 
-static __attribute__((noreturn)) void container_init(const struct init_config *c);
+/* oom_set: stage1 already set process.oomScoreAdj, which init inherits. */
+static __attribute__((noreturn)) void container_init(const struct init_config *c, bool oom_set);
 
 void container_stage1(const struct init_config *c) {
   const struct spec *s = c->spec;
@@ -68,6 +70,10 @@ void container_stage1(const struct init_config *c) {
   /* The runtime has placed us in the container's cgroup before we create the cgroup
    * namespace, so the container sees its own cgroup as its root. */
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
+  /* Still in our user namespace: init, non-dumpable (CVE-2019-5736), has a /proc/self owned by
+   * our root, which a new user namespace's root may not write; the value is inherited. */
+  if (oom_score_adj_apply(s->process, &err) < 0)
+    fail(c->sync_fd, err);
 
   const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
   if (userns->present && userns->path == NULL) {
@@ -109,7 +115,7 @@ void container_stage1(const struct init_config *c) {
     fail(c->sync_fd, err);
   }
   if (pid == 0)
-    container_init(c);
+    container_init(c, true);
   sync_send(c->sync_fd, SYNC_INIT_PID, pid, NULL, -1, NULL);
   _exit(0);
 }
@@ -141,7 +147,7 @@ void container_init_direct(const struct init_config *c) {
     cm_error_set(&err, errno, "unshare cgroup namespace");
     fail(c->sync_fd, err);
   }
-  container_init(c);
+  container_init(c, false);
 }
 
 /* The state JSON hooks run inside the container get. */
@@ -259,7 +265,7 @@ static int load_seccomp_filters(const struct init_config *c, struct cm_error **e
   return 0;
 }
 
-static void container_init(const struct init_config *c) {
+static void container_init(const struct init_config *c, bool oom_set) {
   const struct spec *s = c->spec;
   const struct spec_process *p = s->process;
   struct cm_error *err = NULL;
@@ -334,7 +340,7 @@ static void container_init(const struct init_config *c) {
   }
   if (!c->no_new_keyring && keyring_join_new(c->id, &err) < 0)
     fail(sync_fd, err);
-  if (oom_score_adj_apply(p, &err) < 0 || rlimits_apply(p, &err) < 0 ||
+  if ((!oom_set && oom_score_adj_apply(p, &err) < 0) || rlimits_apply(p, &err) < 0 ||
       personality_apply(&s->linux_.personality, &err) < 0 || io_priority_apply(p, &err) < 0 ||
       scheduler_apply(p, &err) < 0 || lsm_apply_exec_label(p, &err) < 0)
     fail(sync_fd, err);
@@ -348,6 +354,10 @@ static void container_init(const struct init_config *c) {
   if (exe == NULL)
     fail(sync_fd, err);
   char **envp = process_env_with_home(p);
+  /* Made now: the filters loaded below may deny memfd_create. */
+  struct exec_trampoline trampoline = {.fd = -1};
+  if (!c->exec_direct && exec_trampoline_prepare(&trampoline, exe, p->args.items, &err) < 0)
+    fail(sync_fd, err);
 
   /* A NOTIFY filter's listener fd must reach linux.seccomp.listenerPath, and only the runtime
    * that is with us now can send it: load the filters before READY, as runc does. The steps
@@ -408,7 +418,10 @@ static void container_init(const struct init_config *c) {
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     goto exec_failed;
   reset_signals();
-  execve(exe, p->args.items, envp);
+  if (c->exec_direct)
+    execve(exe, p->args.items, envp);
+  else
+    exec_trampoline_exec(&trampoline, envp);
   cm_error_set(&err, errno, "exec %s", exe);
 exec_failed:;
   cleanup_free char *msg = cm_error_format(err);

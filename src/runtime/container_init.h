@@ -25,6 +25,9 @@ struct init_config {
   int preserve_fds;
   bool no_pivot;
   bool no_new_keyring;
+  /* The runtime runs from its sealed copy (linux/selfclone.h): exec the program directly.
+   * Otherwise through the exec trampoline (linux/exec_trampoline.h). */
+  bool exec_direct;
   const struct seccomp_program *seccomp; /* NULL: none */
   /* The policy profile's filter, loaded just before `seccomp` (which may deny seccomp(2)
    * itself); NULL: none. */

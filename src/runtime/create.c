@@ -281,11 +281,6 @@ static void teardown(struct create_run *r) {
 
 int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
                    struct created_container *out, struct cm_error **err) {
-  /* CVE-2019-5736: every container process is forked from us, so its /proc/PID/exe is our
-   * binary until its execve. Re-exec from a sealed memfd copy first (does not return), so that
-   * link never leads to the host file. Nothing has been made yet, so the re-exec loses nothing. */
-  if (selfclone_ensure(err) < 0)
-    return -1;
   if (container_id_validate(opts->id, err) < 0)
     return -1;
   struct spec *loaded = NULL;
@@ -311,6 +306,18 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
 
   if (validate_for_create(s, opts, err) < 0 || resolve_paths(s, opts, &r.st.bundle, &r.st.rootfs, err) < 0)
     goto out;
+  /* CVE-2019-5736: init is a fork of us until its execve. Where non-dumpable plus the exec
+   * trampoline do not cover it (selfclone.h), re-exec from a sealed copy now: nothing has been
+   * made yet, so the re-exec (which does not return) loses nothing. */
+  bool exec_direct = selfclone_required(s, s->process);
+  if (exec_direct && !selfclone_is_sealed()) {
+    if (opts->no_reexec) {
+      cm_error_set(err, 0, "internal error: the caller did not re-exec from the sealed copy this container needs");
+      goto out;
+    }
+    if (selfclone_ensure(err) < 0)
+      goto out;
+  }
   /* Compiled before anything exists: a bad filter fails here, cleanly. */
   if (s->linux_.seccomp.present) {
     if (seccomp_compile_cached(&s->linux_.seccomp, SECCOMP_CACHE_DIR, &seccomp, err) < 0)
@@ -418,6 +425,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .preserve_fds = opts->preserve_fds,
         .no_pivot = opts->no_pivot,
         .no_new_keyring = opts->no_new_keyring,
+        .exec_direct = exec_direct,
         .seccomp = has_seccomp ? &seccomp : NULL,
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
     };

@@ -269,6 +269,8 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   s = load_kept_config(c.dirfd, err);
   if (s == NULL)
     goto out;
+  /* The container's own process counts too: what it may hold, the others in it may. */
+  bool exec_direct = s->process && selfclone_required(s, s->process);
   if (o->process_path) {
     loaded = spec_process_load_file(o->process_path, err);
     if (loaded == NULL)
@@ -319,6 +321,13 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
       has_stacked = true;
     }
   }
+
+  /* CVE-2019-5736: the exec'd process is a copy of us until its execve. Where non-dumpable
+   * plus the exec trampoline do not cover it (selfclone.h), re-exec from a sealed copy now,
+   * before anything names the container's init (does not return). */
+  exec_direct = exec_direct || selfclone_required(s, s->process);
+  if (exec_direct && selfclone_ensure(err) < 0)
+    goto out;
 
   /* The pidfd first, then the start-time check: the fd then names the init we verified. */
   pidfd = (int)pidfd_open(c.st.pid, 0);
@@ -380,6 +389,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
         .pidfd = pidfd,
         .ns_flags = ns_flags,
         .preserve_fds = o->preserve_fds,
+        .exec_direct = exec_direct,
         .seccomp = has_seccomp ? &seccomp : NULL,
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
     };
@@ -424,11 +434,6 @@ out:
 int runtime_exec(const struct runtime_context *ctx, const struct exec_options *o, int *exit_status,
                  struct cm_error **err) {
   *exit_status = 0;
-  /* CVE-2019-5736: the exec'd process is a copy of us until its execve (and `#!/proc/self/exe`
-   * makes it run us again inside the container): run from a sealed memfd copy, so its
-   * /proc/PID/exe never leads to the host binary. Does not return unless already sealed. */
-  if (selfclone_ensure(err) < 0)
-    return -1;
   if (container_id_validate(o->id, err) < 0)
     return -1;
   /* In the foreground, every signal is blocked before the process exists, so none sent

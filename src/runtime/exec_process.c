@@ -11,6 +11,7 @@
 
 #include "linux/caps.h"
 #include "linux/console.h"
+#include "linux/exec_trampoline.h"
 #include "linux/fds.h"
 #include "linux/process_attrs.h"
 #include "linux/security_attrs.h"
@@ -47,11 +48,16 @@ void exec_stage1(const struct exec_child_config *c) {
   struct cm_error *err = NULL;
   /* Until execve we are a copy of the runtime inside the container's namespaces: a
    * non-dumpable process cannot be ptraced or have /proc/PID/exe opened by the container
-   * (CVE-2019-5736 class; the sealed memfd copy of selfclone.c is the full answer). */
+   * (CVE-2019-5736 class, linux/exec_trampoline.h). main() did it already; this keeps the
+   * guarantee where it matters, whoever calls us. */
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
   /* The runtime moved us into the container's cgroup: every child we make is born there. */
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
+  /* Before joining a user namespace, whose root may not write our non-dumpable /proc/self
+   * files; the process inherits the value. */
+  if (oom_score_adj_apply(c->process, &err) < 0)
+    fail(c->sync_fd, err);
 
   /* One setns on init's pidfd joins them all atomically, in the kernel's order (user first),
    * and names exactly the process we checked: no /proc/PID path a reused pid could redirect. */
@@ -108,7 +114,7 @@ static void exec_child(const struct exec_child_config *c) {
     close(master);
   }
   /* A fresh session keyring: the caller's (the shim's, the host's) keys stay out of reach. */
-  if (keyring_join_new(c->id, &err) < 0 || oom_score_adj_apply(p, &err) < 0 || rlimits_apply(p, &err) < 0 ||
+  if (keyring_join_new(c->id, &err) < 0 || rlimits_apply(p, &err) < 0 ||
       io_priority_apply(p, &err) < 0 || scheduler_apply(p, &err) < 0 || lsm_apply_exec_label(p, &err) < 0)
     fail(sync_fd, err);
 
@@ -121,6 +127,10 @@ static void exec_child(const struct exec_child_config *c) {
   if (exe == NULL)
     fail(sync_fd, err);
   char **envp = process_env_with_home(p);
+  /* Made now: the filters loaded below may deny memfd_create. */
+  struct exec_trampoline trampoline = {.fd = -1};
+  if (!c->exec_direct && exec_trampoline_prepare(&trampoline, exe, p->args.items, &err) < 0)
+    fail(sync_fd, err);
 
   /* The container's filter, in the same order as its init: without no_new_privs it must be
    * loaded while CAP_SYS_ADMIN is still held. */
@@ -158,7 +168,10 @@ static void exec_child(const struct exec_child_config *c) {
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     fail(sync_fd, err);
   reset_signals();
-  execve(exe, p->args.items, envp);
+  if (c->exec_direct)
+    execve(exe, p->args.items, envp);
+  else
+    exec_trampoline_exec(&trampoline, envp);
   cm_error_set(&err, errno, "exec %s", exe);
   fail(sync_fd, err);
 }

@@ -20,6 +20,7 @@ struct exec_child_config {
   int ns_flags;  /* CLONE_NEW* of the namespaces that differ from ours */
   int ns_fds[SPEC_NS_COUNT]; /* without a pidfd: an fd of /proc/PID/ns/TYPE to join, else -1 */
   int preserve_fds;
+  bool exec_direct; /* as init_config.exec_direct */
   const struct seccomp_program *seccomp; /* NULL: none */
   /* A policy profile's filter, loaded just before `seccomp` as in init; NULL: none. */
   const struct seccomp_program *seccomp_stacked;

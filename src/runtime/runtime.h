@@ -32,6 +32,9 @@ struct create_options {
   /* A second seccomp filter stacked on linux.seccomp (a policy profile's); NULL: none. Both are
    * loaded, so on every syscall the stricter answer wins. */
   const struct spec_seccomp *stacked_seccomp;
+  /* The caller has already made things a re-exec would leak or repeat (codemode-run), so create
+   * must not re-exec from the sealed copy (linux/selfclone.h): the caller decided that first. */
+  bool no_reexec;
 };
 
 /* The result of a create the caller keeps for run. */

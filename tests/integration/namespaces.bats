@@ -30,6 +30,20 @@ userns_bundle() {
   [ "${lines[3]}" = 0 ]
 }
 
+@test "user namespace: oomScoreAdj reaches init and an exec'd process" {
+  # The runtime's processes are non-dumpable (CVE-2019-5736), so their /proc/self files belong to
+  # our root, which the namespace's root may not write: the value is set before joining it.
+  userns_bundle
+  set_cfg '.process.oomScoreAdj = 500'
+  set_args sh -c 'cat /proc/self/oom_score_adj; exec sleep 100'
+  cm run -d -b "$BUNDLE" "$CID" </dev/null >"$TEST_DIR/out" 2>&1 || { cat "$TEST_DIR/out"; false; }
+  for _ in $(seq 50); do grep -qx 500 "$TEST_DIR/out" && break; sleep 0.1; done
+  grep -qx 500 "$TEST_DIR/out"
+  run cm exec "$CID" cat /proc/self/oom_score_adj
+  [ "$status" -eq 0 ]
+  [ "$output" = 500 ]
+}
+
 @test "user namespace: the process is uid 100000 on the host" {
   userns_bundle
   set_args sleep 1000

@@ -1,0 +1,43 @@
+/* The exec trampoline: how a container process execs the user's program without ever letting
+ * the container reach the runtime's binary (CVE-2019-5736), and without re-executing the whole
+ * runtime first.
+ *
+ * The threat: every container process is a fork of the runtime, so until its execve its
+ * /proc/PID/exe is the host's runtime binary. Two ways to it for a container:
+ * 1. /proc/PID/exe of a waiting runtime process (init before `start`, an exec'd process before
+ *    its execve). Every runtime process makes itself non-dumpable first thing (cli/main.c), and
+ *    the kernel then lets only holders of CAP_SYS_PTRACE over our user namespace open that link.
+ * 2. `#!/proc/self/exe` (or a PT_INTERP, or a symlink to it) as the program: the kernel resolves
+ *    it in the exec'ing process, i.e. to the runtime binary, and runs the runtime again inside
+ *    the container, dumpable, for the container to grab. The trampoline closes this one: the
+ *    container process execs a tiny freestanding program (src/trampoline/) from a sealed memfd,
+ *    and that program execs the user's; /proc/self/exe at that point is the sealed copy.
+ * What is left for (1) — a process seeing ours that holds CAP_SYS_PTRACE over it: another
+ * container sharing the pid namespace, or the container's own processes when it keeps
+ * CAP_SYS_PTRACE without a user namespace — and LSM exec labels (the label's transition must
+ * happen at the exec of the user's program, the entrypoint policies are written for, not at the
+ * trampoline's) are handled by the full sealed re-exec of the runtime, linux/selfclone.h.
+ * Cost, measured (issue 7): ~0.1 ms per start instead of ~1.5 ms for the re-exec. */
+#ifndef CM_LINUX_EXEC_TRAMPOLINE_H
+#define CM_LINUX_EXEC_TRAMPOLINE_H
+#include "util/error.h"
+
+/* Threat (1): called first thing by every runtime binary's main(), before anything forks. Only
+ * when running as root: a non-root caller's container cannot write a root-owned binary anyway,
+ * and a non-root runtime must keep access to its children's /proc files (their uid_map). */
+void exec_guard_make_nondumpable(void);
+
+struct exec_trampoline {
+  int fd;       /* sealed memfd of the trampoline, close-on-exec */
+  char **argv;  /* { path, the program's argv..., NULL } */
+  char path[32]; /* /proc/self/fd/N of fd */
+};
+
+/* Make the sealed copy and the argv, before seccomp filters are loaded (they may deny
+ * memfd_create, fcntl or mmap). -1 with err set on failure. */
+int exec_trampoline_prepare(struct exec_trampoline *t, const char *exe, char *const *argv,
+                            struct cm_error **err);
+/* execve(exe, argv, envp) through the trampoline. Returns only on failure, with errno set. */
+void exec_trampoline_exec(const struct exec_trampoline *t, char *const *envp);
+
+#endif
