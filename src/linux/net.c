@@ -3,11 +3,15 @@
 #include "linux/net.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libmnl/libmnl.h>
+#include <sched.h>
+#include <stdio.h>
 #include <net/if.h> /* before linux/ headers: glibc and uapi both define struct ifreq */
 #include <linux/rtnetlink.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,4 +62,38 @@ int net_loopback_up(struct cm_error **err) {
     if (r == MNL_CB_STOP)
       return 0;
   }
+}
+
+int net_loopback_up_in(pid_t pid, struct cm_error **err) {
+  /* Our own netns first, so we can always come back; our hooks and cleanup run in it. */
+  int ours = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (ours < 0)
+    return cm_error_set(err, errno, "bring up loopback: open our network namespace");
+  /* A pidfd names exactly the process we cloned (no pid reuse); /proc/PID where it cannot. */
+  int theirs = (int)syscall(SYS_pidfd_open, pid, 0);
+  int kind = CLONE_NEWNET;
+  if (theirs < 0) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+    theirs = open(path, O_RDONLY | O_CLOEXEC);
+    kind = 0;
+  }
+  if (theirs < 0 || setns(theirs, kind) < 0) {
+    int e = errno;
+    if (theirs >= 0)
+      close(theirs);
+    close(ours);
+    return cm_error_set(err, e, "bring up loopback: enter the container's network namespace");
+  }
+  close(theirs);
+  int rc = net_loopback_up(err);
+  if (setns(ours, CLONE_NEWNET) < 0) {
+    /* Nothing more may run here, hooks least of all: the caller fails the create. */
+    int e = errno;
+    close(ours);
+    cm_error_freep(err);
+    return cm_error_set(err, e, "return to our network namespace after bringing up the container's loopback");
+  }
+  close(ours);
+  return rc;
 }

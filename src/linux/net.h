@@ -1,6 +1,10 @@
 #ifndef CM_LINUX_NET_H
 #define CM_LINUX_NET_H
+#include <sys/types.h>
 #include "util/error.h"
 /* Bring `lo` up in the current (new) network namespace, over rtnetlink (libmnl). */
 int net_loopback_up(struct cm_error **err);
+/* The same in the network namespace of process `pid`, from outside: the runtime does it while
+ * init builds the rootfs (issue 7). Returns to our own namespace, or fails. */
+int net_loopback_up_in(pid_t pid, struct cm_error **err);
 #endif

@@ -324,7 +324,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
     fail(sync_fd, err);
   if (spec_ns_is_new(s, SPEC_NS_UTS) && ns_set_uts_names(s->hostname, s->domainname, &err) < 0)
     fail(sync_fd, err);
-  if (spec_ns_is_new(s, SPEC_NS_NETWORK) && net_loopback_up(&err) < 0)
+  if (spec_ns_is_new(s, SPEC_NS_NETWORK) && !c->loopback_by_runtime && net_loopback_up(&err) < 0)
     fail(sync_fd, err);
 
   if (setsid() < 0) {

@@ -28,6 +28,8 @@ struct init_config {
   /* The runtime runs from its sealed copy (linux/selfclone.h): exec the program directly.
    * Otherwise through the exec trampoline (linux/exec_trampoline.h). */
   bool exec_direct;
+  /* The runtime brings lo up in our new network namespace while we build the rootfs. */
+  bool loopback_by_runtime;
   const struct seccomp_program *seccomp; /* NULL: none */
   /* The policy profile's filter, loaded just before `seccomp` (which may deny seccomp(2)
    * itself); NULL: none. */

@@ -22,6 +22,7 @@
 #include "linux/seccomp.h"
 #include "linux/security_attrs.h"
 #include "linux/clone_child.h"
+#include "linux/net.h"
 #include "linux/selfclone.h"
 #include "linux/sysctl.h"
 #include "runtime/container_init.h"
@@ -125,6 +126,7 @@ struct create_run {
   int dirfd, sock, fifo_fd;
   struct state_progress progress; /* creating.json, until it becomes state.json */
   bool cgroup_done;               /* init was born in its whole cgroup (init_config.cgroup_done) */
+  bool loopback_by_runtime;       /* init_config.loopback_by_runtime */
   pid_t stage1, init;
   int console_master;
 };
@@ -202,6 +204,8 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
   if (r->cgroup && cgroup_apply_resources(r->cgroup, &r->spec->linux_, err) < 0)
     return -1;
   if (keep_config(r->dirfd, r->opts, r->st.bundle, err) < 0)
+    return -1;
+  if (r->loopback_by_runtime && net_loopback_up_in(r->init, err) < 0)
     return -1;
   for (;;) {
     struct sync_msg m;
@@ -379,6 +383,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
    * no stage1 process, one fork and two sync round trips fewer. */
   bool direct = container_init_direct_possible(s);
   int ns_flags = direct ? container_init_direct_clone_flags(s) : 0;
+  r.loopback_by_runtime = direct && spec_ns_is_new(s, SPEC_NS_NETWORK);
   int cgroup_fd = r.cgroup ? cgroup_open_for_clone(r.cgroup) : -1;
   bool in_cgroup = false;
   pid_t child = clone_child((unsigned long)ns_flags, cgroup_fd, &in_cgroup);
@@ -426,6 +431,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .no_pivot = opts->no_pivot,
         .no_new_keyring = opts->no_new_keyring,
         .exec_direct = exec_direct,
+        .loopback_by_runtime = r.loopback_by_runtime,
         .seccomp = has_seccomp ? &seccomp : NULL,
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
     };
