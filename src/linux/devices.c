@@ -31,16 +31,6 @@ static const struct device_node default_devices[] = {
     {"/dev/urandom", 'c', 1, 9, 0666, 0, 0}, {"/dev/tty", 'c', 5, 0, 0666, 0, 0},
 };
 
-bool in_user_namespace(void) {
-  cleanup_fclose FILE *f = fopen("/proc/self/uid_map", "re");
-  if (!f)
-    return false;
-  unsigned long inside, outside, count;
-  if (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) != 3)
-    return true;
-  return !(inside == 0 && outside == 0 && count == 4294967295UL);
-}
-
 static mode_t type_bits(char type) {
   switch (type) {
   case 'b': return S_IFBLK;
@@ -113,22 +103,42 @@ static int bind_host_device(int parent_fd, const char *name, const struct device
   return 0;
 }
 
-static int create_device(int root_fd, const struct device_node *d, bool userns, struct cm_error **err) {
+/* The directory that holds d->path: dev_fd for a direct child of /dev (every default device),
+ * else the parent created inside the root. */
+static int open_device_parent(int root_fd, int dev_fd, const char *parent, struct cm_error **err) {
+  if (strcmp(parent, "/dev") == 0) {
+    int fd = fcntl(dev_fd, F_DUPFD_CLOEXEC, 3);
+    return fd >= 0 ? fd : cm_error_set(err, errno, "dup /dev fd");
+  }
+  return safepath_mkdir_p(root_fd, parent, 0755, err);
+}
+
+/* `fresh_dev`: /dev is the new tmpfs we just mounted (no default ACL, reachable by nobody else),
+ * so a node made with umask 0 already has its exact mode: the chmod pass (an open, a check and a
+ * chmod through /proc) would change nothing. */
+static int create_device(int root_fd, int dev_fd, const struct device_node *d, bool fresh_dev,
+                         struct cm_error **err) {
   const char *name = NULL;
   cleanup_free char *parent = safepath_split(d->path, &name);
   if (!parent)
     return cm_error_set(err, EINVAL, "bad device path \"%s\"", d->path);
-  cleanup_close int parent_fd = safepath_mkdir_p(root_fd, parent, 0755, err);
+  cleanup_close int parent_fd = open_device_parent(root_fd, dev_fd, parent, err);
   if (parent_fd < 0)
     return -1;
   if (clear_entry(parent_fd, name, d->path, err) < 0)
     return -1;
-  if (!userns) {
-    if (mknodat(parent_fd, name, type_bits(d->type) | (d->mode & 0777), makedev(d->major, d->minor)) == 0)
-      return fix_owner_and_mode(parent_fd, name, d, err);
-    if (errno != EPERM)
-      return cm_error_set(err, errno, "mknod %s", d->path);
+  mode_t old_umask = umask(0);
+  int rc = mknodat(parent_fd, name, type_bits(d->type) | (d->mode & 0777), makedev(d->major, d->minor));
+  int saved = errno;
+  umask(old_umask);
+  if (rc == 0) {
+    bool exact = fresh_dev && (d->mode & 07000) == 0 && d->uid == 0 && d->gid == 0;
+    return exact ? 0 : fix_owner_and_mode(parent_fd, name, d, err);
   }
+  /* In a user namespace mknod of a device always fails with EPERM (CAP_MKNOD is checked in the
+   * initial namespace): trying it costs less than reading uid_map to know beforehand. */
+  if (saved != EPERM)
+    return cm_error_set(err, saved, "mknod %s", d->path);
   return bind_host_device(parent_fd, name, d, err);
 }
 
@@ -187,7 +197,7 @@ int devices_setup(const struct spec *s, int root_fd, struct cm_error **err) {
   /* Without a mount on /dev we populate the image's own /dev as runc does, but a failure there
    * (a read-only image) is only a warning; on our own tmpfs it is an error. */
   bool strict = dev_mount != NULL;
-  bool userns = in_user_namespace();
+  bool fresh_dev = strict && dev_mount->type && strcmp(dev_mount->type, "tmpfs") == 0;
 
   cleanup_close int dev_fd = safepath_mkdir_p(root_fd, "/dev", 0755, err);
   if (dev_fd < 0)
@@ -195,7 +205,7 @@ int devices_setup(const struct spec *s, int root_fd, struct cm_error **err) {
 
   for (size_t i = 0; i < sizeof(default_devices) / sizeof(default_devices[0]); i++) {
     struct cm_error *dev_err = NULL;
-    int rc = create_device(root_fd, &default_devices[i], userns, &dev_err);
+    int rc = create_device(root_fd, dev_fd, &default_devices[i], fresh_dev, &dev_err);
     if (soft_failure(rc, strict, &dev_err, err) < 0)
       return cm_error_prefix(err, "default device %s", default_devices[i].path);
   }
@@ -214,7 +224,7 @@ int devices_setup(const struct spec *s, int root_fd, struct cm_error **err) {
     if (!sd->path || strncmp(sd->path, "/dev/", 5) != 0)
       return cm_error_set(err, EINVAL, "linux.devices[%zu]: path \"%s\" is not under /dev", i,
                           sd->path ? sd->path : "");
-    if (create_device(root_fd, &d, userns, err) < 0)
+    if (create_device(root_fd, dev_fd, &d, fresh_dev, err) < 0)
       return cm_error_prefix(err, "linux.devices[%zu] \"%s\"", i, sd->path);
   }
 

@@ -45,8 +45,6 @@ int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd
 
 /* /dev: default devices, linux.devices, symlinks, ptmx, console placeholder. */
 int devices_setup(const struct spec *s, int root_fd, struct cm_error **err);
-/* true when our uid map is not the identity map of the whole range. */
-bool in_user_namespace(void);
 
 /* After pivot, inside the container root. Missing paths are skipped. */
 int paths_mask(const struct spec_strv *paths, int root_fd, struct cm_error **err);
