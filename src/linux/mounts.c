@@ -223,6 +223,54 @@ static int verify_fs_type(int root_fd, const char *dest, const char *type, struc
   return 0;
 }
 
+static int openat2_retry(int dir_fd, const char *path, const struct open_how *how) {
+  for (int attempt = 0;; attempt++) {
+    int fd = (int)syscall(SYS_openat2, dir_fd, path, how, sizeof(*how));
+    /* EAGAIN: a concurrent rename made the kernel unsure about "..": ask again. */
+    if (fd >= 0 || errno != EAGAIN || attempt >= 16)
+      return fd;
+  }
+}
+
+/* The mount target, resolved inside the root as safepath_mount_target does, in fewer syscalls:
+ * an existing target is one openat2 (symlinks expanded inside the root, ".." stopped at it,
+ * magic links refused — CVE-2021-30465 class); a missing last component is created in its
+ * parent, resolved the same way. Anything else (a missing parent, a symlink planted where we
+ * created, no openat2) takes the component-by-component walk, which handles every case. */
+static int open_mount_target(int root_fd, const char *dest, bool is_dir, struct cm_error **err) {
+  struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+  int fd = openat2_retry(root_fd, dest, &how);
+  if (fd >= 0)
+    return fd;
+  if (errno != ENOENT)
+    return safepath_mount_target(root_fd, dest, is_dir, err);
+  const char *name = NULL;
+  cleanup_free char *parent = safepath_split(dest, &name);
+  cleanup_close int parent_fd = -1;
+  if (parent) {
+    how.flags |= O_DIRECTORY;
+    parent_fd = openat2_retry(root_fd, parent, &how);
+  }
+  if (parent_fd < 0)
+    return safepath_mount_target(root_fd, dest, is_dir, err);
+  if (is_dir) {
+    if (mkdirat(parent_fd, name, 0755) < 0 && errno != EEXIST)
+      return cm_error_set(err, errno, "create directory \"%s\" inside the container root", dest);
+  } else {
+    /* O_EXCL|O_NOFOLLOW: never open what a symlink points at. */
+    int file_fd = openat(parent_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (file_fd < 0 && errno != EEXIST)
+      return cm_error_set(err, errno, "create file \"%s\" inside the container root", dest);
+    if (file_fd >= 0)
+      close(file_fd);
+  }
+  cleanup_close int target_fd = openat(parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (target_fd < 0 || fstat(target_fd, &st) < 0 || S_ISLNK(st.st_mode))
+    return safepath_mount_target(root_fd, dest, is_dir, err);
+  return cm_steal_fd(&target_fd);
+}
+
 int mount_new_fs(const char *type, const char *source, unsigned long flags, const char *data,
                  struct cm_error **err) {
   return mount_new_fs_labeled(type, source, flags, data, NULL, err);
@@ -273,16 +321,16 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     return -1;
   /* procfs and sysfs go on a real directory only: a symlinked /proc or /sys would put them (and
    * the masks applied under them) where the container never looks (CVE-2019-19921 class). */
+  cleanup_close int target_fd = -1;
   if (!is_bind && (strcmp(m->type, "proc") == 0 || strcmp(m->type, "sysfs") == 0)) {
     struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS};
-    int fd = (int)syscall(SYS_openat2, root_fd, m->destination, &how, sizeof(how));
-    if (fd >= 0)
-      close(fd);
-    else if (errno == ELOOP)
+    /* Found without any symlink: the very target the resolver below would return. */
+    target_fd = openat2_retry(root_fd, m->destination, &how);
+    if (target_fd < 0 && errno == ELOOP)
       return cm_error_set(err, 0, "%s is a symlink in the rootfs: refused", m->destination);
   }
-
-  cleanup_close int target_fd = safepath_mount_target(root_fd, m->destination, target_is_dir, err);
+  if (target_fd < 0)
+    target_fd = open_mount_target(root_fd, m->destination, target_is_dir, err);
   if (target_fd < 0)
     return -1;
 
