@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "linux/rootfs_internal.h"
@@ -35,12 +36,15 @@ struct hierarchy {
   bool v2;
 };
 
+static void hierarchies_free_fields(struct hierarchy *h) {
+  free(h->mountpoint);
+  free(h->mount_root);
+  free(h->super_opts);
+}
+
 static void hierarchies_free(struct hierarchy *h, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    free(h[i].mountpoint);
-    free(h[i].mount_root);
-    free(h[i].super_opts);
-  }
+  for (size_t i = 0; i < n; i++)
+    hierarchies_free_fields(&h[i]);
   free(h);
 }
 
@@ -227,13 +231,77 @@ static int mount_v1_view(const struct spec *s, const struct spec_mount *m, int t
   return 0;
 }
 
+/* statmount(2) (Linux 6.8); the libc headers here predate it, so the parts we use are spelled
+ * out, as in the kernel's uapi <linux/mount.h>. */
+#ifndef SYS_statmount
+#define SYS_statmount 457
+#endif
+#define CM_STATX_MNT_ID_UNIQUE 0x4000U
+#define CM_STATMOUNT_SB_BASIC 0x1U
+#define CM_STATMOUNT_MNT_ROOT 0x8U
+struct cm_mnt_id_req {
+  __u32 size, spare;
+  __u64 mnt_id, param;
+};
+struct cm_statmount {
+  __u32 size, mnt_opts;
+  __u64 mask;
+  __u32 sb_dev_major, sb_dev_minor;
+  __u64 sb_magic;
+  __u32 sb_flags, fs_type;
+  __u64 mnt_id, mnt_parent_id;
+  __u32 mnt_id_old, mnt_parent_id_old;
+  __u64 mnt_attr, mnt_propagation, mnt_peer_group, mnt_master, propagate_from;
+  __u32 mnt_root, mnt_point;
+  __u64 spare2[50];
+  char str[];
+};
+
+/* The cgroup2 mount at /sys/fs/cgroup as a hierarchy, asked of the kernel for that one mount
+ * instead of reading all of /proc/self/mountinfo (~0.1 ms). 0 with *h set; -1 when the kernel
+ * cannot tell (older than 6.8) or the mount is not cgroup2: the caller then reads mountinfo. */
+static int v2_hierarchy_from_statmount(struct hierarchy *h) {
+  struct statx stx;
+  if (statx(AT_FDCWD, HOST_CGROUP_ROOT, AT_NO_AUTOMOUNT, CM_STATX_MNT_ID_UNIQUE, &stx) < 0 ||
+      !(stx.stx_mask & CM_STATX_MNT_ID_UNIQUE))
+    return -1;
+  struct cm_mnt_id_req req = {.size = 24, .mnt_id = stx.stx_mnt_id,
+                              .param = CM_STATMOUNT_SB_BASIC | CM_STATMOUNT_MNT_ROOT};
+  union {
+    struct cm_statmount sm;
+    char bytes[sizeof(struct cm_statmount) + 4096 + 64];
+  } buf;
+  if (syscall(SYS_statmount, &req, &buf.sm, sizeof(buf), 0) < 0)
+    return -1;
+  if ((buf.sm.mask & (CM_STATMOUNT_SB_BASIC | CM_STATMOUNT_MNT_ROOT)) !=
+          (CM_STATMOUNT_SB_BASIC | CM_STATMOUNT_MNT_ROOT) ||
+      buf.sm.sb_magic != CGROUP2_SUPER_MAGIC)
+    return -1;
+  *h = (struct hierarchy){strdup(HOST_CGROUP_ROOT), strdup(buf.sm.str + buf.sm.mnt_root), strdup(""), true};
+  if (!h->mountpoint || !h->mount_root || !h->super_opts) {
+    hierarchies_free_fields(h);
+    return -1;
+  }
+  return 0;
+}
+
 /* A detached bind of our own directory in the host's cgroup2 hierarchy; -2 when the host has no
  * cgroup2 mount under /sys/fs/cgroup (the caller then mounts cgroup2 fresh), -1 on error. */
-static int bind_own_v2_cgroup(const struct spec_mount *m, struct cm_error **err) {
+static int bind_own_v2_cgroup(const struct spec_mount *m, bool v2_host, struct cm_error **err) {
   struct hierarchy *list = NULL;
   size_t n = 0;
-  if (read_hierarchies(&list, &n, err) < 0)
+  struct hierarchy from_statmount;
+  if (v2_host && v2_hierarchy_from_statmount(&from_statmount) == 0) {
+    list = malloc(sizeof(*list));
+    if (!list) {
+      hierarchies_free_fields(&from_statmount);
+      return cm_error_set(err, ENOMEM, "cgroup hierarchy");
+    }
+    list[0] = from_statmount;
+    n = 1;
+  } else if (read_hierarchies(&list, &n, err) < 0) {
     return -1;
+  }
   const struct hierarchy *v2 = NULL;
   for (size_t i = 0; i < n; i++)
     if (list[i].v2 && (v2 == NULL || strcmp(list[i].mountpoint, HOST_CGROUP_ROOT) == 0))
@@ -261,7 +329,9 @@ int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd
   if (strcmp(m->type, "cgroup2") == 0 || sfs.f_type == CGROUP2_SUPER_MAGIC) {
     bool use_cgroupns = s->has_linux && s->linux_.namespaces[SPEC_NS_CGROUP].present;
     /* Mount options (m->data) can only be honoured by a fresh mount. */
-    cleanup_close int mnt_fd = !use_cgroupns && !(m->data && *m->data) ? bind_own_v2_cgroup(m, err) : -2;
+    cleanup_close int mnt_fd = !use_cgroupns && !(m->data && *m->data)
+                                ? bind_own_v2_cgroup(m, sfs.f_type == CGROUP2_SUPER_MAGIC, err)
+                                : -2;
     if (mnt_fd == -1)
       return -1;
     if (mnt_fd == -2)
