@@ -46,6 +46,9 @@ static int open_dev_null(int root_fd, struct cm_error **err) {
 
 int paths_mask(const struct spec_strv *paths, int root_fd, struct cm_error **err) {
   cleanup_close int null_fd = -1;
+  /* The first directory mask, once attached: every later one is a clone of it (a bind of the
+   * same empty read-only tmpfs, same flags) instead of a new tmpfs superblock each (~20 us). */
+  cleanup_close int empty_dir_mnt = -1;
   for (size_t i = 0; i < paths->count; i++) {
     const char *path = paths->items[i];
     cleanup_close int target_fd = -1;
@@ -60,7 +63,15 @@ int paths_mask(const struct spec_strv *paths, int root_fd, struct cm_error **err
     cleanup_close int mnt_fd = -1;
     if (S_ISDIR(st.st_mode)) {
       /* An empty read-only tmpfs hides the directory's content. */
-      mnt_fd = mount_new_fs("tmpfs", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+      if (empty_dir_mnt >= 0) {
+        mnt_fd = mount_clone_tree(empty_dir_mnt, false, 0, 0, err);
+      } else {
+        mnt_fd = mount_new_fs("tmpfs", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err);
+        if (mnt_fd < 0 || mount_attach(mnt_fd, target_fd, err) < 0)
+          return cm_error_prefix(err, "linux.maskedPaths[%zu] \"%s\"", i, path);
+        empty_dir_mnt = cm_steal_fd(&mnt_fd);
+        continue;
+      }
     } else {
       if (null_fd < 0 && (null_fd = open_dev_null(root_fd, err)) < 0)
         return cm_error_prefix(err, "linux.maskedPaths[%zu] \"%s\"", i, path);
