@@ -92,7 +92,8 @@ int net_loopback_up_in(pid_t pid, struct cm_error **err) {
     int e = errno;
     close(ours);
     cm_error_freep(err);
-    return cm_error_set(err, e, "return to our network namespace after bringing up the container's loopback");
+    cm_error_set(err, e, "return to our network namespace after bringing up the container's loopback");
+    return -2;
   }
   close(ours);
   return rc;

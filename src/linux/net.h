@@ -5,6 +5,7 @@
 /* Bring `lo` up in the current (new) network namespace, over rtnetlink (libmnl). */
 int net_loopback_up(struct cm_error **err);
 /* The same in the network namespace of process `pid`, from outside: the runtime does it while
- * init builds the rootfs (issue 7). Returns to our own namespace, or fails. */
+ * init builds the rootfs (issue 7). -1: failed, back in our own namespace; -2: failed to come
+ * back (nothing more may run in this process but its exit). */
 int net_loopback_up_in(pid_t pid, struct cm_error **err);
 #endif

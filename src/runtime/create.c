@@ -205,8 +205,17 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
     return -1;
   if (keep_config(r->dirfd, r->opts, r->st.bundle, err) < 0)
     return -1;
-  if (r->loopback_by_runtime && net_loopback_up_in(r->init, err) < 0)
-    return -1;
+  /* A failure here waits for init's own news: init may have failed first (and exited, which is
+   * why we could not enter its namespace), and its error is the one that explains. */
+  cleanup_error struct cm_error *loopback_err = NULL;
+  if (r->loopback_by_runtime) {
+    int lo = net_loopback_up_in(r->init, &loopback_err);
+    if (lo == -2) {
+      *err = loopback_err;
+      loopback_err = NULL;
+      return -1;
+    }
+  }
   for (;;) {
     struct sync_msg m;
     int fd = -1;
@@ -250,6 +259,11 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
         return -1;
       break;
     case SYNC_READY:
+      if (loopback_err) {
+        *err = loopback_err;
+        loopback_err = NULL;
+        return -1;
+      }
       return 0;
     default:
       if (fd >= 0)
