@@ -5,8 +5,9 @@
 # exit 77 (reason on the last stderr line) when valgrind is missing.
 #
 # Two adjustments for valgrind, both in how it is run, not in what is checked:
-#  - codemode re-executes itself from a sealed memfd (CVE-2019-5736); valgrind cannot follow that
-#    execveat, so sealed-exec.c hands valgrind an already sealed copy and codemode skips the step.
+#  - codemode re-executes itself from a sealed memfd where a container needs it (CVE-2019-5736,
+#    src/linux/selfclone.h); valgrind cannot follow that execveat, so sealed-exec.c hands valgrind
+#    an already sealed copy, and codemode never takes the step, whatever the config.
 #  - valgrind 3.19 (Debian 12) implements none of the new mount API (fsopen, open_tree,
 #    move_mount), which a container's own mounts use, and lowers RLIMIT_NOFILE: the bundle has
 #    no mounts, masked or read-only paths and no rlimits. valgrind.supp holds its one false
