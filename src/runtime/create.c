@@ -327,8 +327,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   /* CVE-2019-5736: init is a fork of us until its execve. Where non-dumpable plus the exec
    * trampoline do not cover it (selfclone.h), re-exec from a sealed copy now: nothing has been
    * made yet, so the re-exec (which does not return) loses nothing. */
-  bool exec_direct = selfclone_required(s, s->process);
-  if (exec_direct && !selfclone_is_sealed()) {
+  bool sealed = selfclone_is_sealed();
+  if (!sealed && selfclone_required(s, s->process)) {
     if (opts->no_reexec) {
       cm_error_set(err, 0, "internal error: the caller did not re-exec from the sealed copy this container needs");
       goto out;
@@ -336,6 +336,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     if (selfclone_ensure(err) < 0)
       goto out;
   }
+  /* Running from a sealed copy (re-exec'd by the branch above, or started that way): the
+   * trampoline would add nothing, and an exec from a sealed copy needs no procfs in the container. */
+  bool exec_direct = sealed;
   /* Compiled before anything exists: a bad filter fails here, cleanly. */
   if (s->linux_.seccomp.present) {
     if (seccomp_compile_cached(&s->linux_.seccomp, SECCOMP_CACHE_DIR, &seccomp, err) < 0)

@@ -328,6 +328,8 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   exec_direct = exec_direct || selfclone_required(s, s->process);
   if (exec_direct && selfclone_ensure(err) < 0)
     goto out;
+  /* Already running from a sealed copy (started that way): no need for the trampoline. */
+  exec_direct = exec_direct || selfclone_is_sealed();
 
   /* The pidfd first, then the start-time check: the fd then names the init we verified. */
   pidfd = (int)pidfd_open(c.st.pid, 0);
