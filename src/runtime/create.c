@@ -199,14 +199,13 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
   if (r->init > 0 && !r->cgroup_done && sync_send(r->sock, SYNC_INIT_PID, r->init, NULL, -1, err) < 0)
     return -1;
   /* While the child sets up its namespaces and mounts (on the other CPU, if there is one): the
-   * cgroup's limits and device filter, needed only before the user's process runs (init execs
-   * it after READY), and the copy of the config that exec and the hooks read later. */
-  if (r->cgroup && cgroup_apply_resources(r->cgroup, &r->spec->linux_, err) < 0)
-    return -1;
-  if (keep_config(r->dirfd, r->opts, r->st.bundle, err) < 0)
-    return -1;
-  /* A failure here waits for init's own news: init may have failed first (and exited, which is
-   * why we could not enter its namespace), and its error is the one that explains. */
+   * container's loopback, the cgroup's limits and device filter, all needed only before the
+   * user's process runs (init execs it after READY), and the copy of the config that exec and
+   * the hooks read later. The loopback first: bringing it up takes the kernel's rtnl lock, which
+   * the teardown of an earlier container's network namespace may hold for a grace period;
+   * started first, that wait overlaps init's mounts. A failure waits for init's own news: init
+   * may have failed first (and exited, which is why we could not enter its namespace), and its
+   * error is the one that explains. */
   cleanup_error struct cm_error *loopback_err = NULL;
   if (r->loopback_by_runtime) {
     int lo = net_loopback_up_in(r->init, &loopback_err);
@@ -216,6 +215,10 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
       return -1;
     }
   }
+  if (r->cgroup && cgroup_apply_resources(r->cgroup, &r->spec->linux_, err) < 0)
+    return -1;
+  if (keep_config(r->dirfd, r->opts, r->st.bundle, err) < 0)
+    return -1;
   for (;;) {
     struct sync_msg m;
     int fd = -1;
