@@ -7,28 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The trampoline binary, embedded at build time (Makefile). .incbin paths are relative to the
- * repository root, where the compiler runs. */
-__asm__(".section .rodata\n"
-        ".global cm_exec_trampoline_image\n"
-        ".type cm_exec_trampoline_image, @object\n"
-        ".balign 16\ncm_exec_trampoline_image:\n"
-        ".incbin \"build/codemode-exec-trampoline\"\n"
-        ".global cm_exec_trampoline_image_end\ncm_exec_trampoline_image_end:\n"
-        ".previous\n");
-extern const char cm_exec_trampoline_image[], cm_exec_trampoline_image_end[];
+#include "linux/sealed_memfd.h"
+#include "util/embed.h"
 
-#ifndef MFD_EXEC
-#define MFD_EXEC 0x0010U /* Linux 6.3: executable even where vm.memfd_noexec defaults to noexec */
-#endif
-/* Nothing may write, grow or shrink the copy, and nobody may lift the seals again: a container
- * that grabs it through /proc/PID/exe gets a file it cannot change. */
-#define TRAMPOLINE_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+/* The trampoline binary (Makefile). */
+CM_EMBED_BYTES(cm_exec_trampoline_image, "build/codemode-exec-trampoline");
+extern const char cm_exec_trampoline_image[], cm_exec_trampoline_image_end[];
 
 void exec_guard_make_nondumpable(void) {
   /* A forked container process inherits it: until its execve, /proc/PID/exe (the host binary)
@@ -38,13 +26,9 @@ void exec_guard_make_nondumpable(void) {
 }
 
 static int sealed_trampoline(struct cm_error **err) {
-  /* "codemode" in the name: whoever lists /proc sees what it is. */
-  static const char name[] = "codemode-exec-trampoline";
-  int fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
-  if (fd < 0 && errno == EINVAL) /* before 6.3 */
-    fd = (int)syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int fd = sealed_memfd_create("codemode-exec-trampoline", err);
   if (fd < 0)
-    return cm_error_set(err, errno, "memfd_create for the exec trampoline");
+    return -1;
   size_t size = (size_t)(cm_exec_trampoline_image_end - cm_exec_trampoline_image);
   for (size_t done = 0; done < size;) {
     ssize_t n = write(fd, cm_exec_trampoline_image + done, size - done);
@@ -55,11 +39,8 @@ static int sealed_trampoline(struct cm_error **err) {
     }
     done += (size_t)n;
   }
-  if (fcntl(fd, F_ADD_SEALS, TRAMPOLINE_SEALS) < 0) {
-    int e = errno;
-    close(fd);
-    return cm_error_set(err, e, "seal the exec trampoline");
-  }
+  if (sealed_memfd_seal(fd, err) < 0)
+    return cm_error_prefix(err, "exec trampoline");
   return fd;
 }
 

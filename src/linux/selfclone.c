@@ -9,18 +9,16 @@
 #include <linux/capability.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "linux/sealed_memfd.h"
 #include "util/cleanup.h"
 
 extern char **environ;
 
-/* Nothing may write, grow or shrink the copy, and nobody may lift the seals again. */
-#define SELFCLONE_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
 /* Set across the re-exec only: if the new image still does not see itself sealed (a kernel
  * that loses the seals?), fail instead of re-executing forever. */
@@ -55,8 +53,7 @@ bool selfclone_is_sealed(void) {
   cleanup_close int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return false;
-  int seals = fcntl(fd, F_GET_SEALS);
-  return seals >= 0 && (seals & SELFCLONE_SEALS) == SELFCLONE_SEALS;
+  return sealed_memfd_is_sealed(fd);
 }
 
 /* argv of this process, as the kernel recorded it at execve. */
@@ -130,11 +127,9 @@ static int copy_self_to_sealed_memfd(struct cm_error **err) {
   struct stat st;
   if (fstat(src, &st) < 0)
     return cm_error_set(err, errno, "stat /proc/self/exe");
-  /* MFD_CLOEXEC: execveat(AT_EMPTY_PATH) of an ELF file works with a close-on-exec fd, so the
-   * copy's fd never reaches the new image (nor, through it, a container). */
-  int memfd = (int)syscall(SYS_memfd_create, "codemode", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int memfd = sealed_memfd_create("codemode", err);
   if (memfd < 0)
-    return cm_error_set(err, errno, "memfd_create");
+    return -1;
   off_t off = 0, size = loaded_image_size(src, st.st_size);
   while (off < size) {
     ssize_t n = sendfile(memfd, src, &off, (size_t)(size - off));
@@ -144,11 +139,8 @@ static int copy_self_to_sealed_memfd(struct cm_error **err) {
       return cm_error_set(err, e, "copy /proc/self/exe into a memfd");
     }
   }
-  if (fcntl(memfd, F_ADD_SEALS, SELFCLONE_SEALS) < 0) {
-    int e = errno;
-    close(memfd);
-    return cm_error_set(err, e, "seal the memfd copy of the runtime");
-  }
+  if (sealed_memfd_seal(memfd, err) < 0)
+    return cm_error_prefix(err, "the copy of the runtime");
   return memfd;
 }
 

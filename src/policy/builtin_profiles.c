@@ -5,22 +5,11 @@
 #include <string.h>
 
 #include "policy/seccomp_profile.h"
+#include "util/embed.h"
 
-/* .incbin paths are relative to the directory the compiler runs in: the repository root. Each
- * blob is NUL-terminated so it can be handed to a string parser. */
-#define EMBED(sym, file)                                                                                     \
-  __asm__(".section .rodata\n"                                                                               \
-          ".global " #sym "\n"                                                                               \
-          ".type " #sym ", @object\n"                                                                        \
-          ".balign 16\n" #sym ":\n"                                                                          \
-          ".incbin \"" file "\"\n"                                                                           \
-          ".byte 0\n"                                                                                        \
-          ".global " #sym "_end\n" #sym "_end:\n"                                                            \
-          ".previous\n")
-
-EMBED(cm_profile_default, "seccomp-profiles/default.json");
-EMBED(cm_profile_mcp, "seccomp-profiles/mcp.json");
-EMBED(cm_profile_mcp_audit, "seccomp-profiles/mcp-audit.json");
+CM_EMBED_STRING(cm_profile_default, "seccomp-profiles/default.json");
+CM_EMBED_STRING(cm_profile_mcp, "seccomp-profiles/mcp.json");
+CM_EMBED_STRING(cm_profile_mcp_audit, "seccomp-profiles/mcp-audit.json");
 
 extern const char cm_profile_default[], cm_profile_default_end[];
 extern const char cm_profile_mcp[], cm_profile_mcp_end[];
