@@ -9,11 +9,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <linux/bpf.h>
 #include <linux/magic.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 
+#include "cgroup/internal.h" /* cg_device_rules: the rule list the filter is built from */
 #include "test_cgroup_util.h"
 
 #define ROOT "/sys/fs/cgroup"
@@ -188,6 +192,167 @@ static void test_devices_bpf(void **state) {
   check_kmsg_read(wrong_type, 1, EPERM);
 }
 
+/* The filter against a reference evaluator, on random rule sets: each requested access bit is
+ * decided by the last rule that matches the device and covers the bit; a request passes when
+ * every bit it carries was allowed. Requests are real: opens of nodes of major 1 (the mem
+ * driver: null, zero, kmsg, and minor 200, which opens with ENXIO once the filter lets it
+ * through) and mknod of char and block nodes. No driver is ever loaded: major 1 exists, and
+ * mknod opens nothing. */
+struct dev_probe {
+  char type; /* 'c' or 'b' */
+  unsigned major, minor;
+  unsigned access; /* BPF_DEVCG_ACC_* bits: 'm' is a mknod, the others an open */
+};
+
+static const unsigned probe_open_minors[] = {3, 5, 11, 200};
+static const struct {
+  char type;
+  unsigned major, minor;
+} probe_mknod_devs[] = {{'c', 1, 3}, {'c', 1, 11}, {'c', 5, 1}, {'c', 240, 7}, {'c', 1, 200},
+                        {'b', 1, 3}, {'b', 1, 11}, {'b', 5, 1}, {'b', 240, 7}, {'b', 8, 0}};
+
+static size_t make_probes(struct dev_probe *out) {
+  size_t n = 0;
+  const unsigned open_modes[] = {BPF_DEVCG_ACC_READ, BPF_DEVCG_ACC_WRITE, BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE};
+  for (size_t i = 0; i < sizeof(probe_open_minors) / sizeof(probe_open_minors[0]); i++)
+    for (size_t m = 0; m < 3; m++)
+      out[n++] = (struct dev_probe){'c', 1, probe_open_minors[i], open_modes[m]};
+  for (size_t i = 0; i < sizeof(probe_mknod_devs) / sizeof(probe_mknod_devs[0]); i++)
+    out[n++] = (struct dev_probe){probe_mknod_devs[i].type, probe_mknod_devs[i].major, probe_mknod_devs[i].minor,
+                                  BPF_DEVCG_ACC_MKNOD};
+  return n;
+}
+
+static unsigned rule_access(const char *access) {
+  unsigned bits = 0;
+  for (const char *c = access; *c; c++)
+    bits |= *c == 'r' ? BPF_DEVCG_ACC_READ : *c == 'w' ? BPF_DEVCG_ACC_WRITE : BPF_DEVCG_ACC_MKNOD;
+  return access[0] ? bits : BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE | BPF_DEVCG_ACC_MKNOD;
+}
+
+static bool reference_allows(const struct spec_device_rule *rules, size_t n, const struct dev_probe *pr) {
+  unsigned allowed = 0, decided = 0;
+  for (size_t k = n; k-- > 0;) {
+    const struct spec_device_rule *r = &rules[k];
+    if ((r->type != 'a' && r->type != pr->type) || (r->major >= 0 && r->major != pr->major) ||
+        (r->minor >= 0 && r->minor != pr->minor))
+      continue;
+    unsigned bits = rule_access(r->access) & pr->access & ~decided;
+    decided |= bits;
+    if (r->allow)
+      allowed |= bits;
+  }
+  return allowed == pr->access;
+}
+
+struct probe_run {
+  const char *dir; /* holds the open nodes, made outside the cgroup */
+  const struct dev_probe *probes;
+  size_t n;
+  int *results; /* shared with the child: 0 allowed, EPERM denied, else an unexpected errno */
+};
+
+static int run_probes(void *arg) {
+  struct probe_run *run = arg;
+  for (size_t i = 0; i < run->n; i++) {
+    const struct dev_probe *pr = &run->probes[i];
+    char path[256];
+    int r;
+    if (pr->access == BPF_DEVCG_ACC_MKNOD) {
+      snprintf(path, sizeof(path), "%s/new-%c-%u-%u", run->dir, pr->type, pr->major, pr->minor);
+      r = mknod(path, (pr->type == 'c' ? S_IFCHR : S_IFBLK) | 0600, makedev(pr->major, pr->minor)) == 0 ? 0 : errno;
+      unlink(path);
+    } else {
+      snprintf(path, sizeof(path), "%s/open-%u", run->dir, pr->minor);
+      int flags = pr->access == BPF_DEVCG_ACC_READ ? O_RDONLY : pr->access == BPF_DEVCG_ACC_WRITE ? O_WRONLY : O_RDWR;
+      int fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+      r = fd >= 0 ? 0 : errno;
+      if (fd >= 0)
+        close(fd);
+      if (r == ENXIO && pr->minor == 200)
+        r = 0; /* past the filter, refused by the driver */
+    }
+    run->results[i] = r;
+  }
+  return 0;
+}
+
+static uint32_t xorshift(uint32_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 17;
+  *s ^= *s << 5;
+  return *s;
+}
+
+static void test_devices_bpf_matches_reference(void **state) {
+  char dir[] = "/tmp/cm-test-devices-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  for (size_t i = 0; i < sizeof(probe_open_minors) / sizeof(probe_open_minors[0]); i++) {
+    char path[256];
+    snprintf(path, sizeof(path), "%s/open-%u", dir, probe_open_minors[i]);
+    assert_int_equal(mknod(path, S_IFCHR | 0600, makedev(1, probe_open_minors[i])), 0);
+  }
+  struct dev_probe probes[32];
+  size_t n_probes = make_probes(probes);
+  int *results = mmap(NULL, sizeof(int) * n_probes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(results != MAP_FAILED);
+  static const char types[] = {'a', 'c', 'b'};
+  static const int64_t majors[] = {-1, 1, 5, 240, 8};
+  static const int64_t minors[] = {-1, 3, 11, 200, 7, 1};
+  static const char *accesses[] = {"", "r", "w", "m", "rw", "rm", "wm", "rwm"};
+  uint32_t seed = 0x5eed1234;
+  for (int set = 0; set < 200; set++) {
+    struct spec_device_rule rules[8];
+    size_t n_rules = xorshift(&seed) % 8;
+    for (size_t k = 0; k < n_rules; k++)
+      rules[k] = dev_rule(xorshift(&seed) % 2, types[xorshift(&seed) % 3], majors[xorshift(&seed) % 5],
+                          minors[xorshift(&seed) % 6], accesses[xorshift(&seed) % 8]);
+    char *path = test_cgroup_name();
+    struct spec_linux l = {0};
+    l.resources.devices = rules;
+    l.resources.n_devices = n_rules;
+    /* Odd sets: the filter of exactly these rules, without the defaults (which allow every
+     * mknod and so would hide the 'm' bit). */
+    bool raw = set % 2 == 1;
+    if (raw)
+      l.resources.n_devices = 0;
+    struct cgroup *cg = create_or_fail(path, &l);
+    if (raw)
+      ASSERT_OK(cg_bpf_devices_apply(cg->v2_dir, rules, n_rules, &err));
+    memset(results, 0xff, sizeof(int) * n_probes);
+    struct probe_run run = {dir, probes, n_probes, results};
+    int status = run_in_cgroup(cg, run_probes, &run);
+    destroy_and_check(cg, path);
+    free(path);
+    assert_int_equal(status, 0);
+    size_t n_all = n_rules;
+    struct spec_device_rule *all = raw ? NULL : cg_device_rules(&l.resources, NULL, 0, &n_all);
+    const struct spec_device_rule *checked = raw ? rules : all;
+    for (size_t i = 0; i < n_probes; i++) {
+      const struct dev_probe *pr = &probes[i];
+      bool want = reference_allows(checked, n_all, pr);
+      if (results[i] != 0 && results[i] != EPERM)
+        fail_msg("set %d: %c %u:%u access %u: unexpected %s", set, pr->type, pr->major, pr->minor, pr->access,
+                 strerror(results[i]));
+      if ((results[i] == 0) != want) {
+        for (size_t k = 0; k < n_rules; k++)
+          print_message("  rule %zu: %s %c %lld:%lld \"%s\"\n", k, rules[k].allow ? "allow" : "deny", rules[k].type,
+                        (long long)rules[k].major, (long long)rules[k].minor, rules[k].access);
+        fail_msg("set %d%s: %c %u:%u access %u: filter says %s, reference says %s", set, raw ? " (no defaults)" : "", pr->type, pr->major,
+                 pr->minor, pr->access, results[i] == 0 ? "allow" : "deny", want ? "allow" : "deny");
+      }
+    }
+    free(all);
+  }
+  munmap(results, sizeof(int) * n_probes);
+  for (size_t i = 0; i < sizeof(probe_open_minors) / sizeof(probe_open_minors[0]); i++) {
+    char path[256];
+    snprintf(path, sizeof(path), "%s/open-%u", dir, probe_open_minors[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+}
+
 /* Updating the device policy replaces the old program (not stacked on it). */
 static void test_devices_update(void **state) {
   char *path = test_cgroup_name();
@@ -296,6 +461,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_lifecycle, teardown),
       cmocka_unit_test_teardown(test_kill_term_and_nested, teardown),
       cmocka_unit_test_teardown(test_devices_bpf, teardown),
+      cmocka_unit_test_teardown(test_devices_bpf_matches_reference, teardown),
       cmocka_unit_test_teardown(test_devices_update, teardown),
       cmocka_unit_test_teardown(test_unified_keys, teardown),
       cmocka_unit_test_teardown(test_resources, teardown),
