@@ -321,18 +321,20 @@ static int create(const char *id, const struct spec_linux *l, enum cgroup_manage
     return 0;
   }
 
-  if (cg_v1_create_dirs(cg, err) < 0)
+  int made = cg_v1_create_dirs(cg, err);
+  if (made < 0)
     goto fail;
   if (cg->v2_dir != NULL) {
-    if (cg_mkdir_p(cg->v2_mount, cg->path, &cg->v2_existing_depth, NULL, err) < 0 ||
-        enable_v2_controllers(cg, l ? &l->resources : NULL, err) < 0) {
+    int made_v2 = cg_mkdir_p(cg->v2_mount, cg->path, &cg->v2_existing_depth, NULL, err);
+    if (made_v2 < 0 || enable_v2_controllers(cg, l ? &l->resources : NULL, err) < 0) {
       cm_error_prefix(err, "cgroup");
       goto fail;
     }
+    made &= made_v2;
   }
   /* Reusing a cgroup is fine only when it is empty: otherwise update/kill/delete would act on
-   * processes that are not the container's. */
-  {
+   * processes that are not the container's. A directory we just made is. */
+  if (!made) {
     pid_t *pids = NULL;
     size_t n = 0;
     if (cgroup_pids(cg, &pids, &n, err) < 0)
@@ -572,9 +574,27 @@ int cgroup_kill_all(struct cgroup *cg, int signo, struct cm_error **err) {
   return rc;
 }
 
+/* How a container's cgroup usually ends: its processes are gone and it has no sub-cgroups, so
+ * one rmdir per hierarchy removes it, without listing anything (issue 7). The primary hierarchy
+ * goes first: the kernel refuses to remove a cgroup with a process or a child in it, so success
+ * there means nothing is left to kill. Returns true when every hierarchy's directory is gone;
+ * false leaves the rest (and any error) to the full way. */
+static bool remove_if_empty(struct cgroup *cg) {
+  const char *primary = primary_dir(cg);
+  if (cg->systemd_unit != NULL || primary == NULL || rmdir(primary) < 0)
+    return false;
+  bool all = true;
+  for (size_t i = 0; i < cg->n_v1; i++)
+    if (cg->v1[i].dir != primary && rmdir(cg->v1[i].dir) < 0 && errno != ENOENT)
+      all = false;
+  return all;
+}
+
 int cgroup_destroy(struct cgroup *cg, struct cm_error **err) {
   /* A scope that was never started left nothing to remove. */
   if (cg->mode == CGROUP_MODE_DISABLED || cg->systemd_pending)
+    return 0;
+  if (remove_if_empty(cg))
     return 0;
   pid_t *pids = NULL;
   size_t n = 0;

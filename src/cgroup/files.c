@@ -110,12 +110,14 @@ int cg_mkdir_p(const char *base, const char *path, int *existing_depth, cg_mkdir
     abort();
   int depth = 0;
   *existing_depth = -1;
+  bool made = false;
   char *save = NULL;
   for (char *comp = strtok_r(copy, "/", &save); comp != NULL; comp = strtok_r(NULL, "/", &save)) {
     cleanup_free char *parent = cur;
     if (asprintf(&cur, "%s/%s", parent, comp) < 0)
       abort();
-    if (mkdir(cur, 0755) == 0) {
+    made = mkdir(cur, 0755) == 0;
+    if (made) {
       if (*existing_depth < 0)
         *existing_depth = depth;
       if (hook != NULL && hook(parent, cur, err) < 0)
@@ -129,7 +131,7 @@ int cg_mkdir_p(const char *base, const char *path, int *existing_depth, cg_mkdir
     }
     depth++;
   }
-  return 0;
+  return made ? 1 : 0;
 }
 
 /* rmdir with retries: a cgroup stays busy for a moment after its last process exits. */

@@ -61,7 +61,8 @@ int cg_writef(const char *dir, const char *file, const char *field, struct cm_er
 char *cg_read(const char *dir, const char *file, struct cm_error **err);
 bool cg_file_exists(const char *dir, const char *file);
 /* mkdir -p base + path; *existing_depth receives how many components of path already existed.
- * hook (may be NULL) runs on each directory right after it is created (v1 cpuset). */
+ * hook (may be NULL) runs on each directory right after it is created (v1 cpuset). Returns 1
+ * when this call made the leaf, 0 when it was there already. */
 typedef int (*cg_mkdir_hook)(const char *parent, const char *dir, struct cm_error **err);
 int cg_mkdir_p(const char *base, const char *path, int *existing_depth, cg_mkdir_hook hook, struct cm_error **err);
 /* Remove base+path, its sub-cgroups first, then the ancestors down to existing_depth components
@@ -107,6 +108,7 @@ int cg_systemd_stop_scope(const char *unit, struct cm_error **err);
 /* --- v1 (v1.c) --- */
 /* Fill cg->v1 from /proc/self/mountinfo (every mounted "cgroup" hierarchy). */
 int cg_v1_discover(struct cgroup *cg, struct cm_error **err);
+/* 1: every leaf directory was made by this call; 0: one was there already. */
 int cg_v1_create_dirs(struct cgroup *cg, struct cm_error **err);
 int cg_v1_freeze(const char *dir, bool frozen, struct cm_error **err);
 int cg_v1_is_frozen(const char *dir, struct cm_error **err);

@@ -129,12 +129,15 @@ static bool is_cpuset(const struct cgroup_v1_hierarchy *h) {
 }
 
 int cg_v1_create_dirs(struct cgroup *cg, struct cm_error **err) {
+  int all_made = 1;
   for (size_t i = 0; i < cg->n_v1; i++) {
     struct cgroup_v1_hierarchy *h = &cg->v1[i];
-    if (cg_mkdir_p(h->mountpoint, cg->path, &h->existing_depth, is_cpuset(h) ? cpuset_inherit : NULL, err) < 0)
+    int made = cg_mkdir_p(h->mountpoint, cg->path, &h->existing_depth, is_cpuset(h) ? cpuset_inherit : NULL, err);
+    if (made < 0)
       return cm_error_prefix(err, "cgroup %s", h->controllers);
+    all_made &= made;
   }
-  return 0;
+  return all_made;
 }
 
 int cg_v1_is_frozen(const char *dir, struct cm_error **err) {

@@ -369,6 +369,38 @@ static void test_devices_update(void **state) {
   free(path);
 }
 
+/* An existing cgroup is reused only when empty; one we just made is not listed at all. And
+ * destroy removes sub-cgroups too (the way past the one-rmdir fast path). */
+static void test_reuse_and_destroy_tree(void **state) {
+  char *path = test_cgroup_name();
+  char *dir = NULL;
+  assert_true(asprintf(&dir, ROOT "%s", path) > 0);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  pid_t squatter = spawn_sleeper();
+  char pid[32];
+  snprintf(pid, sizeof(pid), "%d", (int)squatter);
+  struct cm_error *werr = NULL;
+  assert_int_equal(cg_write(dir, "cgroup.procs", pid, NULL, &werr), 0);
+  struct spec_linux l = {.cgroups_path = path};
+  struct cgroup *cg = NULL;
+  ASSERT_FAILS_WITH(cgroup_create("cm-test", &l, CGROUP_MANAGER_CGROUPFS, &cg, &err), "already exists and has processes");
+  assert_true(path_exists("%s", dir)); /* not ours to remove */
+  kill(squatter, SIGKILL);
+  assert_int_equal(waitpid(squatter, NULL, 0), squatter);
+
+  cg = create_or_fail(path, &l); /* empty now: reused */
+  char *sub = NULL;
+  assert_true(asprintf(&sub, "%s/inner", dir) > 0);
+  assert_int_equal(mkdir(sub, 0755), 0);
+  pid_t c = spawn_sleeper();
+  assert_int_equal(cg_write(sub, "cgroup.procs", (snprintf(pid, sizeof(pid), "%d", (int)c), pid), NULL, &werr), 0);
+  destroy_and_check(cg, path);
+  assert_int_equal(waitpid(c, NULL, 0), c);
+  free(sub);
+  free(dir);
+  free(path);
+}
+
 static void test_unified_keys(void **state) {
   char *path = test_cgroup_name();
   struct spec_linux l = {0};
@@ -463,6 +495,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_devices_bpf, teardown),
       cmocka_unit_test_teardown(test_devices_bpf_matches_reference, teardown),
       cmocka_unit_test_teardown(test_devices_update, teardown),
+      cmocka_unit_test_teardown(test_reuse_and_destroy_tree, teardown),
       cmocka_unit_test_teardown(test_unified_keys, teardown),
       cmocka_unit_test_teardown(test_resources, teardown),
       cmocka_unit_test_teardown(test_realtime_refused, teardown),
