@@ -880,7 +880,7 @@ out_delete:
 out_delete_quiet : {
   struct cm_error *derr = NULL;
   cleanup_free char *dir = state_dir_path(ctx.root, o.id);
-  if (access(dir, F_OK) == 0 && runtime_delete(&ctx, o.id, true, &derr) < 0) {
+  if (access(dir, F_OK) == 0 && runtime_delete_with_spec(&ctx, o.id, true, s, &derr) < 0) {
     cleanup_free char *msg = cm_error_format(derr);
     fprintf(stderr, "codemode-run: delete %s: %s\n", o.id, msg);
     cm_error_free(derr);

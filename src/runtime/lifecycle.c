@@ -175,6 +175,11 @@ static bool wait_gone(const struct container_state *st, int timeout_ms) {
 }
 
 int runtime_delete(const struct runtime_context *ctx, const char *id, bool force, struct cm_error **err) {
+  return runtime_delete_with_spec(ctx, id, force, NULL, err);
+}
+
+int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, bool force, const struct spec *spec,
+                             struct cm_error **err) {
   struct container o;
   if (container_open(ctx, id, &o, err) < 0) {
     if (force && state_remove_if_corrupt(ctx->root, id) == 1) {
@@ -211,7 +216,9 @@ int runtime_delete(const struct runtime_context *ctx, const char *id, bool force
   }
   if (o.cgroup && cgroup_destroy(o.cgroup, err) < 0)
     goto out;
-  if (o.status != STATUS_CREATING)
+  if (o.status != STATUS_CREATING && spec != NULL)
+    run_hooks_logged_from(spec, &o, SPEC_HOOK_POSTSTOP, "stopped");
+  else if (o.status != STATUS_CREATING)
     run_hooks_logged(&o, SPEC_HOOK_POSTSTOP, "stopped");
   rc = state_dir_remove(ctx->root, id, err);
 out:

@@ -143,7 +143,7 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
     struct cm_error *derr = NULL;
     /* Someone may have deleted it already (delete --force while we waited): nothing to do. */
     cleanup_free char *dir = state_dir_path(ctx->root, o.id);
-    if (access(dir, F_OK) == 0 && runtime_delete(ctx, o.id, true, &derr) < 0) {
+    if (access(dir, F_OK) == 0 && runtime_delete_with_spec(ctx, o.id, true, o.spec, &derr) < 0) {
       cleanup_free char *msg = cm_error_format(derr);
       cm_warn("delete after run: %s", msg);
       cm_error_free(derr);

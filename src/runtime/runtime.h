@@ -57,6 +57,10 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
                 int *exit_status, struct cm_error **err);
 int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, bool all, struct cm_error **err);
 int runtime_delete(const struct runtime_context *ctx, const char *id, bool force, struct cm_error **err);
+/* The same for a caller that still holds the container's config (`run`): its poststop hooks are
+ * taken from spec instead of being parsed again from the state directory's copy. */
+int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, bool force, const struct spec *spec,
+                             struct cm_error **err);
 
 /* exec: a new process in a running container (runc's `exec`). */
 struct exec_options {
