@@ -72,6 +72,15 @@ static int enable_in(const char *dir, struct cm_error **err) {
 }
 
 int cg_v2_enable_controllers(const char *mount, const char *path, struct cm_error **err) {
+  /* Usually every ancestor delegates all it has already: then the leaf is offered what the root
+   * has, and two reads replace two per ancestor. */
+  cleanup_free char *leaf = NULL;
+  if (asprintf(&leaf, "%s%s", mount, path) < 0)
+    abort();
+  cleanup_free char *at_root = cg_read(mount, "cgroup.controllers", NULL);
+  cleanup_free char *at_leaf = at_root ? cg_read(leaf, "cgroup.controllers", NULL) : NULL;
+  if (at_leaf != NULL && strcmp(at_root, at_leaf) == 0)
+    return 0;
   cleanup_free char *dir = strdup(mount);
   cleanup_free char *copy = strdup(path);
   if (dir == NULL || copy == NULL)

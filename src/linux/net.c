@@ -22,10 +22,6 @@ static void mnl_closep(struct mnl_socket **nl) {
 }
 
 int net_loopback_up(struct cm_error **err) {
-  unsigned int ifindex = if_nametoindex("lo");
-  if (ifindex == 0)
-    return cm_error_set(err, errno, "bring up loopback: no interface \"lo\"");
-
   char buf[MNL_SOCKET_BUFFER_SIZE];
   struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
   nlh->nlmsg_type = RTM_NEWLINK;
@@ -34,9 +30,10 @@ int net_loopback_up(struct cm_error **err) {
   nlh->nlmsg_seq = seq;
   struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
   ifm->ifi_family = AF_UNSPEC;
-  ifm->ifi_index = (int)ifindex;
+  ifm->ifi_index = 0; /* by name: no if_nametoindex (a socket and an ioctl) first */
   ifm->ifi_flags = IFF_UP;
   ifm->ifi_change = IFF_UP; /* touch only the UP bit */
+  mnl_attr_put_strz(nlh, IFLA_IFNAME, "lo");
 
   /* CLOEXEC: this socket must not survive into the container's process. */
   __attribute__((cleanup(mnl_closep))) struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
@@ -58,7 +55,7 @@ int net_loopback_up(struct cm_error **err) {
     }
     int r = mnl_cb_run(buf, (size_t)n, seq, portid, NULL, NULL);
     if (r < 0)
-      return cm_error_set(err, errno, "bring up loopback: RTM_NEWLINK lo (ifindex %u) refused", ifindex);
+      return cm_error_set(err, errno, "bring up loopback: RTM_NEWLINK lo refused");
     if (r == MNL_CB_STOP)
       return 0;
   }

@@ -59,14 +59,25 @@ static int validate_for_create(const struct spec *s, const struct create_options
   return 0;
 }
 
+/* UTC, computed here: glibc's gmtime_r loads /etc/localtime first (four syscalls per create). */
 static char *now_rfc3339(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
+  int64_t days = ts.tv_sec / 86400, secs = ts.tv_sec % 86400;
+  /* Days since 1970-01-01 to a proleptic Gregorian date, in 400-year eras from 0000-03-01. */
+  int64_t z = days + 719468;
+  int64_t era = z / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  int64_t year = yoe + era * 400 + (month <= 2);
   char *out;
-  if (asprintf(&out, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-               tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec) < 0)
+  if (asprintf(&out, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%09ldZ", (long long)year, (long long)month,
+               (long long)day, (long long)(secs / 3600), (long long)(secs / 60 % 60), (long long)(secs % 60),
+               ts.tv_nsec) < 0)
     abort();
   return out;
 }

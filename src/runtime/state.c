@@ -68,10 +68,15 @@ static int mkdir_p(const char *path, mode_t mode) {
 }
 
 int state_dir_create(const char *root, const char *id, struct cm_error **err) {
-  if (mkdir_p(root, 0700) < 0)
-    return cm_error_set(err, errno, "create state root %s", root);
   cleanup_free char *dir = state_dir_path(root, id);
-  if (mkdir(dir, 0700) < 0) {
+  /* The root exists but the first time: one mkdir, not one per component of the root. */
+  int made = mkdir(dir, 0700);
+  if (made < 0 && errno == ENOENT) {
+    if (mkdir_p(root, 0700) < 0)
+      return cm_error_set(err, errno, "create state root %s", root);
+    made = mkdir(dir, 0700);
+  }
+  if (made < 0) {
     if (errno == EEXIST)
       return cm_error_set(err, 0, "container with id exists: %s", id);
     return cm_error_set(err, errno, "create state directory %s", dir);
