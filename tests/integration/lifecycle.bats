@@ -12,11 +12,16 @@ load ../lib/helpers
   echo "$output" | jq -e --arg id "$CID" --arg b "$BUNDLE" '
     .id == $id and .status == "created" and .pid > 0 and .bundle == $b
     and (.ociVersion | type == "string") and has("created")'
-  local pid
+  local pid created
   pid=$(echo "$output" | jq -r .pid)
   kill -0 "$pid"
   # The init must not have run the user process yet.
   ! grep -q sleep "/proc/$pid/cmdline"
+  # created: RFC 3339 in UTC with nanoseconds, and now.
+  created=$(echo "$output" | jq -r .created)
+  [[ "$created" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z$ ]]
+  local age=$(($(date +%s) - $(date -d "$created" +%s)))
+  [ "$age" -ge 0 ] && [ "$age" -lt 60 ]
 }
 
 @test "state has the rootfs path and the annotations" {
