@@ -22,8 +22,9 @@ static void mnl_closep(struct mnl_socket **nl) {
 }
 
 int net_loopback_up(struct cm_error **err) {
-  char buf[MNL_SOCKET_BUFFER_SIZE];
-  struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+  /* Zeroed: libmnl leaves an attribute's alignment padding as it finds it, and it goes out. */
+  char req[128] = {0};
+  struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
   nlh->nlmsg_type = RTM_NEWLINK;
   nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
   uint32_t seq = (uint32_t)time(NULL);
@@ -46,6 +47,7 @@ int net_loopback_up(struct cm_error **err) {
     return cm_error_set(err, errno, "bring up loopback: send RTM_NEWLINK");
 
   /* Wait for the ACK; a NLMSG_ERROR carrying a non-zero error makes mnl_cb_run fail with it. */
+  char buf[MNL_SOCKET_BUFFER_SIZE];
   for (;;) {
     ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
     if (n < 0) {
