@@ -7,7 +7,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=rootfs-tools/lib.sh
 . "$here/../rootfs-tools/lib.sh"
 
-build_pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libyajl-dev libmnl-dev
+build_pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libyajl-dev
   libsystemd-dev libcmocka-dev)
 # bats/jq drive the suites; busybox-static makes the test rootfs; iproute2 and util-linux
 # (unshare) set up namespaces to join; runc/crun are the side-by-side references; clang builds

@@ -4,9 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libmnl/libmnl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 #include <net/if.h> /* before linux/ headers: glibc and uapi both define struct ifreq */
 #include <linux/rtnetlink.h>
 #include <stdint.h>
@@ -15,51 +15,59 @@
 #include <time.h>
 #include <unistd.h>
 
-static void mnl_closep(struct mnl_socket **nl) {
-  if (*nl)
-    mnl_socket_close(*nl);
-  *nl = NULL;
-}
+#include "util/cleanup.h"
 
+/* One RTM_NEWLINK for "lo" by name, IFF_UP in ifi_change so nothing else is touched, and its
+ * ACK. Plain rtnetlink, no library: the message is 40 bytes, and a library linked in is one more
+ * to load at every start (the binary is static, issue 7). */
 int net_loopback_up(struct cm_error **err) {
-  /* Zeroed: libmnl leaves an attribute's alignment padding as it finds it, and it goes out. */
-  char req[128] = {0};
-  struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
-  nlh->nlmsg_type = RTM_NEWLINK;
-  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  struct {
+    struct nlmsghdr nh;
+    struct ifinfomsg ifi;
+    struct rtattr name_attr;
+    char name[4]; /* "lo\0", padded to the 4-byte alignment netlink wants */
+  } req;
+  memset(&req, 0, sizeof(req)); /* the padding goes out too */
   uint32_t seq = (uint32_t)time(NULL);
-  nlh->nlmsg_seq = seq;
-  struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
-  ifm->ifi_family = AF_UNSPEC;
-  ifm->ifi_index = 0; /* by name: no if_nametoindex (a socket and an ioctl) first */
-  ifm->ifi_flags = IFF_UP;
-  ifm->ifi_change = IFF_UP; /* touch only the UP bit */
-  mnl_attr_put_strz(nlh, IFLA_IFNAME, "lo");
+  req.nh.nlmsg_len = sizeof(req);
+  req.nh.nlmsg_type = RTM_NEWLINK;
+  req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  req.nh.nlmsg_seq = seq;
+  req.ifi.ifi_family = AF_UNSPEC;
+  req.ifi.ifi_flags = IFF_UP;
+  req.ifi.ifi_change = IFF_UP;
+  req.name_attr.rta_type = IFLA_IFNAME;
+  req.name_attr.rta_len = RTA_LENGTH(sizeof("lo"));
+  memcpy(req.name, "lo", sizeof("lo"));
 
   /* CLOEXEC: this socket must not survive into the container's process. */
-  __attribute__((cleanup(mnl_closep))) struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-  if (!nl)
+  cleanup_close int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (fd < 0)
     return cm_error_set(err, errno, "bring up loopback: open rtnetlink socket");
-  if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)
-    return cm_error_set(err, errno, "bring up loopback: bind rtnetlink socket");
-  unsigned int portid = mnl_socket_get_portid(nl);
-  if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+  struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+  if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
     return cm_error_set(err, errno, "bring up loopback: send RTM_NEWLINK");
 
-  /* Wait for the ACK; a NLMSG_ERROR carrying a non-zero error makes mnl_cb_run fail with it. */
-  char buf[MNL_SOCKET_BUFFER_SIZE];
+  /* The ACK is an NLMSG_ERROR carrying 0, or the negated errno of the refusal. */
+  char buf[4096] __attribute__((aligned(NLMSG_ALIGNTO)));
   for (;;) {
-    ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
     if (n < 0) {
       if (errno == EINTR)
         continue;
       return cm_error_set(err, errno, "bring up loopback: receive rtnetlink reply");
     }
-    int r = mnl_cb_run(buf, (size_t)n, seq, portid, NULL, NULL);
-    if (r < 0)
-      return cm_error_set(err, errno, "bring up loopback: RTM_NEWLINK lo refused");
-    if (r == MNL_CB_STOP)
+    size_t left = (size_t)n;
+    for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+      if (h->nlmsg_seq != seq || h->nlmsg_type != NLMSG_ERROR)
+        continue;
+      if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+        return cm_error_set(err, EPROTO, "bring up loopback: short rtnetlink reply");
+      int refused = -((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+      if (refused != 0)
+        return cm_error_set(err, refused, "bring up loopback: RTM_NEWLINK lo refused");
       return 0;
+    }
   }
 }
 

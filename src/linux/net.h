@@ -2,7 +2,7 @@
 #define CM_LINUX_NET_H
 #include <sys/types.h>
 #include "util/error.h"
-/* Bring `lo` up in the current (new) network namespace, over rtnetlink (libmnl). */
+/* Bring `lo` up in the current (new) network namespace, over rtnetlink. */
 int net_loopback_up(struct cm_error **err);
 /* The same in the network namespace of process `pid`, from outside: the runtime does it while
  * init builds the rootfs (issue 7). -1: failed, back in our own namespace; -2: failed to come

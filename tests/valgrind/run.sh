@@ -29,6 +29,13 @@ command -v valgrind >/dev/null || { echo "tests/valgrind: valgrind is not instal
 command -v jq >/dev/null || { echo "tests/valgrind: jq is not installed" >&2; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "tests/valgrind: needs root" >&2; exit 77; }
 [ -x "$CODEMODE" ] || { echo "tests/valgrind: $CODEMODE is not built (run make)" >&2; exit 1; }
+# memcheck needs a dynamically linked runtime (it replaces malloc through the loader): the static
+# build's twin, linked from the same objects, when CODEMODE is the static one.
+if ! readelf -l "$CODEMODE" 2>/dev/null | grep -q INTERP; then
+  static=$CODEMODE
+  CODEMODE=$(dirname "$static")/codemode-dynamic
+  [ -x "$CODEMODE" ] || { echo "tests/valgrind: $static is static; memcheck needs $CODEMODE (make $CODEMODE)" >&2; exit 1; }
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/cm-valgrind.XXXXXX")
 chmod 0755 "$work"
