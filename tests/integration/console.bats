@@ -102,6 +102,7 @@ wait_receiver() {
   bundle_set_terminal "$BUNDLE" true
   set_args true
   run_cm run --detach --console-socket "$TEST_DIR/nobody.sock" -b "$BUNDLE" "$CID"
+  echo "status $status, stderr: $stderr" # shown when the test fails
   [ "$status" -eq 1 ]
   [[ "$stderr" == *nobody.sock* ]]
   [ -z "$(cm list -q)" ]
