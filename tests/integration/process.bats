@@ -130,6 +130,16 @@ load ../lib/helpers
   [[ "$output" == *$'CapAmb:\t0000000000000000'* ]]
 }
 
+@test "capabilities the kernel refuses fail the process with the reason, 127" {
+  set_cfg '.process.capabilities = {bounding: ["CAP_CHOWN"], effective: ["CAP_CHOWN", "CAP_SYS_ADMIN"],
+                                    permitted: ["CAP_CHOWN"]}'
+  set_args true
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 127 ]
+  [[ "$stderr" == *"effective lists capabilities that are not in permitted"* ]]
+  [ -z "$(cm list -q)" ]
+}
+
 @test "args with spaces, quotes and empty strings arrive intact" {
   set_args sh -c 'for a in "$@"; do echo "[$a]"; done' argv0 "a b" "" "'q'" '$HOME'
   run cm run -b "$BUNDLE" "$CID"
