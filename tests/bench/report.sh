@@ -96,7 +96,8 @@ ratio() {
     echo "cgroups: cgroup v2 host; all runtimes in a private mount namespace."
   fi
   echo "State roots (--root): a tmpfs, as /run is on a normal system (this host's /tmp and /run are ext4)."
-  echo "Method: hyperfine, ${BENCH_RUNS:-?} runs after ${BENCH_WARMUP:-?} warm-up runs; same busybox bundle and config.json"
+  echo "Method: hyperfine, ${BENCH_RUNS:-?} runs; run, create+start+delete, exec and codemode-run in ${BENCH_ROUNDS:-1} rounds"
+  echo "with the runtimes in turn, ${BENCH_WARMUP:-?} warm-up runs each round; same busybox bundle and config.json"
   echo "for all (terminal false, no devices cgroup rules). Cells: median ±stddev (min–max). Peak RSS:"
   echo "/usr/bin/time %M over the runtime and the processes it waits for. Total time: ${BENCH_ELAPSED:-?} s;"
   echo "load average (1/5/15 min) at start → end: ${BENCH_LOAD:-?} (other work on the machine skews timings)."

@@ -12,7 +12,9 @@
 #
 # Environment:
 #   BENCH_RUNS       timed runs per measurement (default 50; CI passes a small count)
-#   BENCH_WARMUP     warm-up runs (default 3, at most BENCH_RUNS)
+#   BENCH_ROUNDS     the runs of run, create+start+delete, exec and codemode-run are taken in this
+#                    many rounds, the runtimes in turn within each (default 5, at most BENCH_RUNS)
+#   BENCH_WARMUP     warm-up runs, per round (default 3, at most BENCH_RUNS)
 #   BENCH_RUNTIMES   which runtimes, in table order (default "crun runc codemode")
 #   BENCH_SCALE      running-container counts for the create measurement (default "1 10 100")
 #   CODEMODE         codemode binary (default build/codemode); CODEMODE_RUN: codemode-run binary
@@ -39,6 +41,9 @@ runs=${BENCH_RUNS:-50}
 [[ $runs =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_RUNS=$runs: want a positive number"
 warmup=${BENCH_WARMUP:-3}
 [ "$warmup" -le "$runs" ] || warmup=$runs
+rounds=${BENCH_ROUNDS:-5}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_ROUNDS=$rounds: want a positive number"
+[ "$rounds" -le "$runs" ] || rounds=$runs
 runtimes=${BENCH_RUNTIMES:-crun runc codemode}
 scale=${BENCH_SCALE:-1 10 100}
 export CODEMODE=${CODEMODE:-$bench_top/build/codemode}
@@ -82,8 +87,10 @@ trap 'exit 130' INT TERM
 failures=0
 
 # record KEY RUNTIME STATUS MEDIAN STDDEV MIN MAX NOTE — one result row (ms, or KB for rss).
+declare -A recorded=()
 record() {
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$tsv"
+  recorded[$1-$2]=1
 }
 
 # fail KEY RUNTIME WHAT: record a failure with the runtime's last error line.
@@ -101,21 +108,44 @@ fail() {
 # q ARGS...: the arguments as one shell-quoted string (hyperfine parses commands like a shell).
 q() { printf '%q ' "$@"; }
 
-# hf KEY RUNTIME HYPERFINE-ARGS... COMMAND: time COMMAND; record median/stddev/min/max in ms.
+# hf KEY RUNTIME HYPERFINE-ARGS... COMMAND: time COMMAND. In a round of an interleaved metric
+# ($round set, see the main loop) only this round's share of the runs, kept for pool(); else all
+# of them, recorded at once (median/stddev/min/max in ms).
 hf() {
-  local key=$1 name=$2 json=$work/raw/$1-$2.json
+  local key=$1 name=$2 n=$runs json=$work/raw/$1-$2.json
   shift 2
+  if [ -n "${round:-}" ]; then
+    n=$((runs / rounds))
+    [ "$round" -gt 1 ] || n=$((n + runs % rounds))
+    json=$work/raw/$key-$name.round$round.json
+  fi
   # A hung runtime must not hang the bench: bound the whole hyperfine call.
-  if ! timeout -k 5 $((limit * (runs + warmup) + 30)) hyperfine --runs "$runs" --warmup "$warmup" --style "$hf_style" --export-json "$json" \
+  if ! timeout -k 5 $((limit * (n + warmup) + 30)) hyperfine --runs "$n" --warmup "$warmup" --style "$hf_style" --export-json "$json" \
     --command-name "$name $key" "$@" 2>>"$errlog"; then
     # hyperfine hides the command's stderr: run it once more so the table shows the cause.
     once sh -c "${!#}" || true
     fail "$key" "$name" "$key"
     return 1
   fi
+  [ -n "${round:-}" ] && return 0
   # shellcheck disable=SC2046 # four numbers, split on purpose
   record "$key" "$name" ok $(jq -r '.results[0] | [.median, (.stddev // 0), .min, .max]
     | map(. * 1000 * 1000 | round / 1000) | @tsv' "$json") ""
+}
+
+# pool KEY RUNTIME: record the rounds' runs of KEY as one sample (and keep them as one JSON).
+pool() {
+  local key=$1 name=$2 json=$work/raw/$1-$2.json
+  [ -z "${recorded[$key-$name]:-}" ] || return 0
+  compgen -G "$work/raw/$key-$name.round*.json" >/dev/null || return 0
+  jq -s '{results: [{command: .[0].results[0].command, times: [.[].results[0].times[]]}]}' \
+    "$work"/raw/"$key-$name".round*.json >"$json"
+  rm -f "$work"/raw/"$key-$name".round*.json
+  # shellcheck disable=SC2046 # four numbers, split on purpose
+  record "$key" "$name" ok $(jq -r '.results[0].times | sort | length as $n | (add / $n) as $mean
+    | [(if $n % 2 == 1 then .[($n - 1) / 2] else (.[$n / 2 - 1] + .[$n / 2]) / 2 end),
+       (if $n > 1 then (map((. - $mean) * (. - $mean)) | add / ($n - 1) | sqrt) else 0 end),
+       .[0], .[-1]] | map(. * 1000 * 1000 | round / 1000) | @tsv' "$json") ""
 }
 
 # once COMMAND...: run COMMAND once, quietly, killed after $limit s; stderr to the error log.
@@ -269,11 +299,19 @@ for name in $runtimes; do
   running[$name]=0
 done
 
-# Metric by metric, all runtimes back to back: load changes on a shared machine hit them alike.
+# Metric by metric, all runtimes back to back; the timed metrics in $rounds rounds, the runtimes
+# in turn within each: this VM's speed drifts by 15% within minutes, and a runtime measured in one
+# block would get its own share of it (the ratios moved by 0.1 between runs that way).
 for key in run csd exec oneshot oneshot_mcp rss; do
   bench_log "measuring $key"
+  n_rounds=$rounds
+  [ "$key" != rss ] || n_rounds=1
+  for ((r = 1; r <= n_rounds; r++)); do
+  round=$r
+  [ "$key" != rss ] || round=
   for name in $runtimes; do
     [ -n "${usable[$name]:-}" ] || continue
+    [ -z "${recorded[$key-$name]:-}" ] || continue # failed, skipped or not applicable already
     use_runtime "$name"
     case $key in
       run)
@@ -290,6 +328,9 @@ for key in run csd exec oneshot oneshot_mcp rss; do
       rss) measure_rss "$name" ;;
     esac
   done
+  done
+  round=
+  for name in $runtimes; do pool "$key" "$name"; done
 done
 
 for n in $scale; do
@@ -317,7 +358,7 @@ done
 mkdir -p "$results/raw"
 rm -f "$results"/raw/*.json
 cp "$work"/raw/*.json "$results/raw/" 2>/dev/null || true
-BENCH_RUNS=$runs BENCH_WARMUP=$warmup BENCH_RUNTIMES=$runtimes BENCH_SCALE=$scale \
+BENCH_RUNS=$runs BENCH_ROUNDS=$rounds BENCH_WARMUP=$warmup BENCH_RUNTIMES=$runtimes BENCH_SCALE=$scale \
   BENCH_ELAPSED=$(($(date +%s) - started)) BENCH_LOAD="$load_start → $(cut -d' ' -f1-3 /proc/loadavg)" \
   "$bench_here/report.sh" "$tsv" "$results/latest.md" "$results/latest.png"
 cat "$results/latest.md"
