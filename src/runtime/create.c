@@ -59,29 +59,6 @@ static int validate_for_create(const struct spec *s, const struct create_options
   return 0;
 }
 
-/* UTC, computed here: glibc's gmtime_r loads /etc/localtime first (four syscalls per create). */
-static char *now_rfc3339(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  int64_t days = ts.tv_sec / 86400, secs = ts.tv_sec % 86400;
-  /* Days since 1970-01-01 to a proleptic Gregorian date, in 400-year eras from 0000-03-01. */
-  int64_t z = days + 719468;
-  int64_t era = z / 146097;
-  int64_t doe = z - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
-  int64_t day = doy - (153 * mp + 2) / 5 + 1;
-  int64_t month = mp < 10 ? mp + 3 : mp - 9;
-  int64_t year = yoe + era * 400 + (month <= 2);
-  char *out;
-  if (asprintf(&out, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%09ldZ", (long long)year, (long long)month,
-               (long long)day, (long long)(secs / 3600), (long long)(secs / 60 % 60), (long long)(secs % 60),
-               ts.tv_nsec) < 0)
-    abort();
-  return out;
-}
-
 static int resolve_paths(const struct spec *s, const struct create_options *o, char **bundle_out,
                          char **rootfs_out, struct cm_error **err) {
   char buf[PATH_MAX];
@@ -374,7 +351,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (r.dirfd < 0)
     goto out;
   r.st.id = strdup(opts->id);
-  r.st.created = now_rfc3339();
+  char created[CM_RFC3339_LEN];
+  cm_now_rfc3339(created);
+  r.st.created = strdup(created);
   r.st.owner = strdup("");
   r.st.annotations = s->annotations;
   test_pause_at("state-dir");

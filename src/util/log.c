@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,26 @@ static void json_escape(FILE *f, const char *s) {
   }
 }
 
+/* The date computed here: glibc's gmtime_r loads /etc/localtime first (four syscalls per create,
+ * issue 7). Days since 1970-01-01 to a proleptic Gregorian date, in 400-year eras from
+ * 0000-03-01. */
+void cm_now_rfc3339(char *buf) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t days = ts.tv_sec / 86400, secs = ts.tv_sec % 86400;
+  int64_t z = days + 719468;
+  int64_t era = z / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  int64_t year = yoe + era * 400 + (month <= 2);
+  snprintf(buf, CM_RFC3339_LEN, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", (int)year, (int)month, (int)day,
+           (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60), ts.tv_nsec);
+}
+
 void cm_log(enum cm_log_level level, const char *fmt, ...) {
   int saved = errno;
   char *msg = NULL, *line = NULL;
@@ -70,13 +91,8 @@ void cm_log(enum cm_log_level level, const char *fmt, ...) {
   FILE *f = open_memstream(&line, &len);
   if (f == NULL)
     goto out;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
-  char when[64];
-  snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-           tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec);
+  char when[CM_RFC3339_LEN];
+  cm_now_rfc3339(when);
   if (logger.format == CM_LOG_JSON) {
     fprintf(f, "{\"level\":\"%s\",\"msg\":\"", level_name(level));
     json_escape(f, msg);

@@ -18,6 +18,12 @@ bool cm_log_is_file(void);
 /* The fd of the log file, or -1; children that must not inherit it close it. */
 int cm_log_fd(void);
 
+/* Now in UTC, RFC 3339 with nanoseconds ("2026-11-30T01:56:00.123456789Z"): the log lines' time
+ * and the state's "created". buf needs CM_RFC3339_LEN bytes (room for any int, to satisfy
+ * -Wformat-truncation; the text is 30). */
+#define CM_RFC3339_LEN 96
+void cm_now_rfc3339(char *buf);
+
 #define cm_debug(...) \
   do { \
     if (cm_log_debug_enabled()) \
