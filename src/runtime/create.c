@@ -116,8 +116,6 @@ struct create_run {
   bool cgroup_done;               /* init was born in its whole cgroup (init_config.cgroup_done) */
   bool loopback_by_runtime;       /* init_config.loopback_by_runtime */
   pid_t stage1, init;
-  pid_t recorded_pid; /* the last pid record_progress wrote, and its start time */
-  uint64_t recorded_start_time;
   int console_master;
 };
 
@@ -138,8 +136,8 @@ static int record_progress(struct create_run *r, pid_t pid, struct cm_error **er
   struct container_state early = r->st;
   early.pid = pid;
   early.pid_start_time = pid > 0 ? proc_pid_start_time(pid) : 0;
-  r->recorded_pid = pid;
-  r->recorded_start_time = early.pid_start_time;
+  if (pid > 0 && pid == r->init)
+    r->st.pid_start_time = early.pid_start_time; /* read once: the state keeps it */
   return state_progress_write(r->dirfd, &r->progress, &early, err);
 }
 
@@ -467,7 +465,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
   test_pause_at("ready");
 
-  r.st.pid_start_time = r.recorded_pid == r.init ? r.recorded_start_time : proc_pid_start_time(r.init);
+  if (r.st.pid_start_time == 0)
+    r.st.pid_start_time = proc_pid_start_time(r.init);
   if (state_progress_commit(r.dirfd, &r.progress, &r.st, err) < 0)
     goto fail;
   test_pause_at("state");
