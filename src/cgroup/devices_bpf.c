@@ -118,17 +118,16 @@ static void emit_section(struct prog *p, const struct spec_device_rule *rules, s
     if ((rule->type != 'a' && rule->type != type) || acc == 0 || rule->major > UINT32_MAX ||
         rule->minor > UINT32_MAX)
       continue; /* cannot match this type, or any device: major and minor are 32-bit */
-    size_t skips[2];
-    size_t n_skips = 0;
+    size_t skip = SIZE_MAX; /* the one jump past this rule for another device, if any */
     if (rule->major >= 0 && rule->minor >= 0) {
       uint64_t key = (uint64_t)rule->major << 32 | (uint64_t)rule->minor;
       emit(p, insn(BPF_LD | BPF_DW | BPF_IMM, R7, 0, 0, (int32_t)(uint32_t)key));
       emit(p, insn(0, 0, 0, 0, (int32_t)(uint32_t)(key >> 32)));
-      skips[n_skips++] = emit(p, JMP_REG(BPF_JNE, R6, R7, 0));
+      skip = emit(p, JMP_REG(BPF_JNE, R6, R7, 0));
     } else if (rule->major >= 0) {
-      skips[n_skips++] = emit(p, JMP32_IMM(BPF_JNE, R4, (int32_t)(uint32_t)rule->major, 0));
+      skip = emit(p, JMP32_IMM(BPF_JNE, R4, (int32_t)(uint32_t)rule->major, 0));
     } else if (rule->minor >= 0) {
-      skips[n_skips++] = emit(p, JMP32_IMM(BPF_JNE, R5, (int32_t)(uint32_t)rule->minor, 0));
+      skip = emit(p, JMP32_IMM(BPF_JNE, R5, (int32_t)(uint32_t)rule->minor, 0));
     }
     if (acc == ACC_ALL) {
       /* Decides every bit a request can carry (others were denied at the top). */
@@ -146,9 +145,9 @@ static void emit_section(struct prog *p, const struct spec_device_rule *rules, s
       emit(p, ALU64_IMM(BPF_MOV, R0, 0));
       emit(p, EXIT());
     }
-    for (size_t s = 0; s < n_skips; s++)
-      land_here(p, skips[s]);
-    if (n_skips == 0 && acc == ACC_ALL)
+    if (skip != SIZE_MAX)
+      land_here(p, skip);
+    else if (acc == ACC_ALL)
       return; /* matches everything: the rules before it are unreachable, and so is the default */
   }
   emit(p, ALU64_IMM(BPF_MOV, R0, 0)); /* nothing decided: deny */

@@ -393,7 +393,8 @@ static void test_reuse_and_destroy_tree(void **state) {
   assert_true(asprintf(&sub, "%s/inner", dir) > 0);
   assert_int_equal(mkdir(sub, 0755), 0);
   pid_t c = spawn_sleeper();
-  assert_int_equal(cg_write(sub, "cgroup.procs", (snprintf(pid, sizeof(pid), "%d", (int)c), pid), NULL, &werr), 0);
+  snprintf(pid, sizeof(pid), "%d", (int)c);
+  assert_int_equal(cg_write(sub, "cgroup.procs", pid, NULL, &werr), 0);
   destroy_and_check(cg, path);
   assert_int_equal(waitpid(c, NULL, 0), c);
   free(sub);
