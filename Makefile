@@ -59,7 +59,8 @@ B := build
 else
 B := build/san-$(subst $(comma),-,$(SANITIZE))
 endif
-LIB_SRCS  := $(sort $(wildcard src/util/*.c src/spec/*.c src/policy/*.c src/linux/*.c src/cgroup/*.c src/runtime/*.c))
+LIB_SRCS  := $(sort $(wildcard src/util/*.c src/spec/*.c src/policy/*.c src/linux/*.c src/cgroup/*.c src/runtime/*.c \
+                          src/supervisor/*.c))
 CLI_SRCS  := $(sort $(filter-out src/cli/run_standalone.c,$(wildcard src/cli/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(B)/%.o)
@@ -81,7 +82,8 @@ $(B)/libcodemode.a: $(LIB_OBJS)
 $(B)/codemode: $(CLI_OBJS) $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) $(BIN_LDFLAGS) -o $@ $(CLI_OBJS) $(B)/libcodemode.a $(LDLIBS)
 
-# codemode-run (issue 6): the standalone launcher, one file on top of the library.
+# codemode-run (issue 6): the standalone launcher, its flags (src/cli/run_standalone.c) on top of
+# the library, whose src/supervisor/ part runs the container's life.
 $(B)/codemode-run: $(B)/src/cli/run_standalone.o $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) $(BIN_LDFLAGS) -o $@ $< $(B)/libcodemode.a $(LDLIBS) -lm
 

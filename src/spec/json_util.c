@@ -404,6 +404,15 @@ void spec_strv_free(struct spec_strv *v) {
   v->count = 0;
 }
 
+void spec_strv_push(struct spec_strv *v, const char *s) {
+  char **grown = realloc(v->items, (v->count + 2) * sizeof(char *));
+  if (grown == NULL)
+    abort();
+  v->items = grown;
+  v->items[v->count++] = xstrdup(s);
+  v->items[v->count] = NULL;
+}
+
 void spec_kv_list_free(struct spec_kv_list *l) {
   for (size_t i = 0; i < l->count; i++) {
     free(l->items[i].key);

@@ -85,6 +85,8 @@ void *xcalloc(size_t n, size_t size);
 char *xstrdup(const char *s);
 
 void spec_strv_free(struct spec_strv *v);
+/* Append a copy of s; items stays NULL-terminated. */
+void spec_strv_push(struct spec_strv *v, const char *s);
 void spec_kv_list_free(struct spec_kv_list *l);
 
 /* Path helpers. */

@@ -114,8 +114,12 @@ else
   fail "client SIGKILLed: the server never came up" "$(tr '\n' '|' <"$log")"
 fi
 
-# 3: codemode-run itself is SIGKILLed (its watcher cleans up).
-("${server_cmd[@]}" --id "$id-3" "$work/bundle" </dev/null >/dev/null 2>&1 & echo $! >"$work/run.pid"; wait) &
+# 3: codemode-run itself is SIGKILLed (its watcher cleans up). Its stdin is a fifo that we hold
+# open for writing: with EOF on stdin the server would exit on its own within a fraction of a
+# second, before the kill.
+mkfifo "$work/stdin.fifo"
+exec 7<>"$work/stdin.fifo"
+("${server_cmd[@]}" --id "$id-3" "$work/bundle" <"$work/stdin.fifo" >/dev/null 2>&1 7>&- & echo $! >"$work/run.pid"; wait) 7>&- &
 for _ in $(seq 100); do [ -e "$state/$id-3/state.json" ] && break; sleep 0.2; done
 if [ -e "$state/$id-3/state.json" ]; then
   kill -9 "$(cat "$work/run.pid")"
@@ -127,6 +131,7 @@ if [ -e "$state/$id-3/state.json" ]; then
 else
   fail "codemode-run SIGKILLed: the container never came up"
 fi
+exec 7>&-
 wait
 
 # 4: the profile's effect is visible.

@@ -1,0 +1,216 @@
+/* codemode-run's command line turned into the container's config: the generated bundle of
+ * --rootfs, the command, env, cwd, binds, limits and network of the flags, --seccomp, and the
+ * --ephemeral overlay root. Applied before the profile tightens the result (policy/). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "linux/selfclone.h"
+#include "policy/seccomp_profile.h"
+#include "spec/json_util.h"
+#include "supervisor/supervisor.h"
+#include "util/cleanup.h"
+
+/* --rootfs: a bundle dir holding the default config (written to disk: the runtime keeps a copy
+ * of the config file for exec and hooks), root.path pointing at DIR. */
+int run_spec_generate_bundle(const struct run_options *o, struct cleanup_plan *plan, struct cm_error **err) {
+  char rootfs[PATH_MAX];
+  if (realpath(o->rootfs, rootfs) == NULL)
+    return cm_error_set(err, errno, "--rootfs %s", o->rootfs);
+  snprintf(plan->tmp_bundle, sizeof(plan->tmp_bundle), "/tmp/codemode-run.XXXXXX");
+  if (mkdtemp(plan->tmp_bundle) == NULL) {
+    plan->tmp_bundle[0] = '\0';
+    return cm_error_set(err, errno, "mkdtemp");
+  }
+  plan_tell(plan, 'B', plan->tmp_bundle);
+  cleanup_free char *json = spec_default_json(false);
+  /* Point root.path at DIR: the default config says "rootfs"; a symlink keeps the JSON as is. */
+  char link[PATH_MAX + 16], cfg[PATH_MAX + 16];
+  snprintf(link, sizeof(link), "%s/rootfs", plan->tmp_bundle);
+  snprintf(cfg, sizeof(cfg), "%s/config.json", plan->tmp_bundle);
+  if (symlink(rootfs, link) < 0)
+    return cm_error_set(err, errno, "symlink %s", link);
+  cleanup_close int fd = open(cfg, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || write(fd, json, strlen(json)) != (ssize_t)strlen(json))
+    return cm_error_set(err, errno, "write %s", cfg);
+  return 0;
+}
+
+static void replace_env(struct spec_strv *env, const char *kv) {
+  size_t klen = (size_t)(strchr(kv, '=') - kv) + 1;
+  for (size_t i = 0; i < env->count; i++) {
+    if (strncmp(env->items[i], kv, klen) == 0) {
+      free(env->items[i]);
+      env->items[i] = xstrdup(kv);
+      return;
+    }
+  }
+  spec_strv_push(env, kv);
+}
+
+static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
+  cleanup_free char *copy = xstrdup(arg);
+  char *src = copy, *dst = strchr(copy, ':');
+  if (dst == NULL)
+    return cm_error_set(err, 0, "--mount %s: expects SRC:DST[:ro|rw]", arg);
+  *dst++ = '\0';
+  char *mode = strchr(dst, ':');
+  if (mode)
+    *mode++ = '\0';
+  if (mode && strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0)
+    return cm_error_set(err, 0, "--mount %s: the mode must be ro or rw", arg);
+  if (dst[0] != '/')
+    return cm_error_set(err, 0, "--mount %s: DST must be absolute", arg);
+  char real[PATH_MAX];
+  if (realpath(src, real) == NULL)
+    return cm_error_set(err, errno, "--mount %s", src);
+  struct spec_mount *grown = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*grown));
+  if (grown == NULL)
+    abort();
+  s->mounts = grown;
+  struct spec_mount *m = &s->mounts[s->n_mounts++];
+  bool dotdot = false;
+  char *clean = path_clean_absolute(dst, &dotdot);
+  if (clean == NULL) {
+    s->n_mounts--;
+    return cm_error_set(err, 0, "--mount %s: DST must not contain ..", arg);
+  }
+  *m = (struct spec_mount){.destination = clean, .type = xstrdup("bind"), .source = xstrdup(real)};
+  spec_strv_push(&m->options, "rbind");
+  spec_strv_push(&m->options, mode && strcmp(mode, "rw") == 0 ? "rw" : "ro");
+  spec_strv_push(&m->options, "nosuid");
+  spec_strv_push(&m->options, "nodev");
+  spec_mount_decode_options(m);
+  return 0;
+}
+
+int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err) {
+  struct spec_process *p = s->process;
+  if (p == NULL)
+    return cm_error_set(err, 0, "config.json: .process: missing");
+  /* stdio is the caller's pipes; a tty would need a console socket and mangle the bytes. */
+  p->terminal = false;
+  if (o->cmd) {
+    spec_strv_free(&p->args);
+    for (int i = 0; i < o->n_cmd; i++)
+      spec_strv_push(&p->args, o->cmd[i]);
+  }
+  for (size_t i = 0; i < o->env.count; i++)
+    replace_env(&p->env, o->env.items[i]);
+  if (o->cwd) {
+    free(p->cwd);
+    p->cwd = xstrdup(o->cwd);
+  }
+  for (size_t i = 0; i < o->mounts.count; i++)
+    if (add_bind(s, o->mounts.items[i], err) < 0)
+      return -1;
+  struct spec_resources *res = &s->linux_.resources;
+  if (o->memory) {
+    res->present = res->memory.present = true;
+    res->memory.limit = (struct spec_opt_i64){true, o->memory};
+    if (res->memory.swap.set && res->memory.swap.value >= 0 && res->memory.swap.value < o->memory)
+      res->memory.swap.value = o->memory;
+  }
+  if (o->pids) {
+    res->present = res->has_pids = true;
+    res->pids_limit = o->pids;
+  }
+  if (o->cpus > 0) {
+    res->present = res->cpu.present = true;
+    uint64_t period = res->cpu.period.set && res->cpu.period.value ? res->cpu.period.value : 100000;
+    res->cpu.period = (struct spec_opt_u64){true, period};
+    res->cpu.quota = (struct spec_opt_i64){true, (int64_t)ceil(o->cpus * (double)period)};
+  }
+  struct spec_namespace *net = &s->linux_.namespaces[SPEC_NS_NETWORK];
+  if (o->net && strcmp(o->net, "host") == 0) {
+    /* Sharing ours: the mcp profiles refuse this with an error naming them. */
+    free(net->path);
+    *net = (struct spec_namespace){0};
+  } else {
+    /* none (the default): a new namespace; the runtime brings lo up in it. */
+    free(net->path);
+    *net = (struct spec_namespace){.present = true};
+  }
+  s->has_linux = true;
+  if (o->seccomp) {
+    struct seccomp_profile_target target = {.capabilities = p->capabilities.bounding};
+    struct spec_seccomp loaded;
+    if (seccomp_profile_load(o->seccomp, &target, &loaded, err) < 0)
+      return cm_error_prefix(err, "--seccomp");
+    spec_seccomp_clear(&s->linux_.seccomp);
+    s->linux_.seccomp = loaded;
+  }
+  return 0;
+}
+
+/* Our own mount namespace (so every mount here vanishes with us, even on SIGKILL), a
+ * size-limited tmpfs holding the overlay's upper and work dirs, the overlay over the rootfs.
+ * The container's mount namespace is created from ours and sees it. */
+int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err) {
+  char lower[PATH_MAX];
+  cleanup_free char *joined = NULL;
+  const char *root = s->root_path;
+  if (root[0] != '/') {
+    if (asprintf(&joined, "%s/%s", bundle, root) < 0)
+      abort();
+    root = joined;
+  }
+  if (realpath(root, lower) == NULL)
+    return cm_error_set(err, errno, "--ephemeral: rootfs %s", root);
+  if (unshare(CLONE_NEWNS) < 0)
+    return cm_error_set(err, errno, "--ephemeral: unshare mount namespace");
+  /* Slave, not shared: nothing mounted here may propagate back to the host. */
+  if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+    return cm_error_set(err, errno, "--ephemeral: make / rslave");
+  snprintf(plan->ephemeral_dir, sizeof(plan->ephemeral_dir), "/tmp/codemode-run-eph.XXXXXX");
+  if (mkdtemp(plan->ephemeral_dir) == NULL) {
+    plan->ephemeral_dir[0] = '\0';
+    return cm_error_set(err, errno, "--ephemeral: mkdtemp");
+  }
+  plan_tell(plan, 'E', plan->ephemeral_dir);
+  const char *d = plan->ephemeral_dir;
+  if (mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=0755") < 0)
+    return cm_error_set(err, errno, "--ephemeral: mount tmpfs on %s", d);
+  char upper[PATH_MAX + 8], work[PATH_MAX + 8], merged[PATH_MAX + 8];
+  snprintf(upper, sizeof(upper), "%s/upper", d);
+  snprintf(work, sizeof(work), "%s/work", d);
+  snprintf(merged, sizeof(merged), "%s/merged", d);
+  if (mkdir(upper, 0755) < 0 || mkdir(work, 0755) < 0 || mkdir(merged, 0755) < 0)
+    return cm_error_set(err, errno, "--ephemeral: mkdir in %s", d);
+  cleanup_free char *data = NULL;
+  if (asprintf(&data, "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work) < 0)
+    abort();
+  if (mount("overlay", merged, "overlay", 0, data) < 0)
+    return cm_error_set(err, errno, "--ephemeral: mount overlay (%s)", data);
+  free(s->root_path);
+  s->root_path = xstrdup(merged);
+  return 0;
+}
+
+/* Read from the config as the caller wrote it (or the default one --rootfs generates): the
+ * options and the profiles never add an LSM label, a shared pid namespace or CAP_SYS_PTRACE. A
+ * config that does not load says no: the real load reports why, and nothing is forked. */
+bool run_spec_needs_sealed_copy(const struct run_options *o) {
+  struct cm_error *ignored = NULL;
+  struct spec *s;
+  if (o->rootfs) {
+    cleanup_free char *json = spec_default_json(false);
+    s = spec_load_string(json, strlen(json), "default config", &ignored);
+  } else {
+    char cfg[PATH_MAX + 16];
+    snprintf(cfg, sizeof(cfg), "%s/config.json", o->bundle);
+    s = spec_load_file(cfg, "config.json", &ignored);
+  }
+  cm_error_freep(&ignored);
+  bool needed = s && s->process && selfclone_required(s, s->process);
+  spec_free(s);
+  return needed;
+}

@@ -1,0 +1,205 @@
+/* codemode-run's life of one container: the watcher first, then the config (flags applied, the
+ * profile's tightening), create, start, the wait loop, and the delete that always runs. Nothing
+ * is left behind, even when codemode-run is SIGKILLed: the watcher (watcher.c) waits on a pipe
+ * and deletes the container when we vanish without saying goodbye; we die with our parent
+ * (PR_SET_PDEATHSIG), and the container's init is pid 1 of its own pid namespace, so its whole
+ * process tree goes with it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "linux/selfclone.h"
+#include "policy/profile.h"
+#include "runtime/state.h"
+#include "supervisor/supervisor.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+static int fail(struct cm_error *err) {
+  cleanup_free char *msg = cm_error_format(err);
+  fprintf(stderr, "codemode-run: %s\n", msg);
+  cm_error_free(err);
+  return EXIT_RUN_ERROR;
+}
+
+int supervisor_run_standalone(struct run_options *o) {
+  struct cm_error *err = NULL;
+  /* The sealed re-exec, if any, before anything is made: it would repeat or leak it. */
+  if (!o->explain && run_spec_needs_sealed_copy(o) && selfclone_ensure(&err) < 0)
+    return fail(err);
+  if (cm_log_init(NULL, CM_LOG_TEXT, o->debug) < 0)
+    return EXIT_RUN_ERROR;
+
+  /* Die with the caller (an MCP client that crashed): SIGTERM arrives like any other stop
+   * request, goes to the container, and the cleanup below runs. */
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent)
+    return EXIT_RUN_ERROR; /* the caller died before we could watch it */
+
+  char id_buf[64];
+  if (o->id == NULL) {
+    snprintf(id_buf, sizeof(id_buf), "codemode-run-%d", (int)getpid());
+    o->id = id_buf;
+  }
+  struct runtime_context ctx = {.root = o->root, .cgroup_manager = CGROUP_MANAGER_CGROUPFS};
+  struct cleanup_plan plan = {.watcher_fd = -1};
+  int rc = EXIT_RUN_ERROR;
+  struct spec *s = NULL;
+  struct policy_result pol = {0};
+  char bundle[PATH_MAX];
+
+  if (container_id_validate(o->id, &err) < 0)
+    return fail(err);
+  /* Block every signal before the container exists: none is lost, all wait in the signalfd. */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigdelset(&all, SIGSEGV);
+  sigdelset(&all, SIGBUS);
+  sigdelset(&all, SIGFPE);
+  sigdelset(&all, SIGILL);
+  sigprocmask(SIG_BLOCK, &all, &old);
+
+  if (!o->explain) {
+    plan.watcher_fd = watcher_start(&ctx, o->id);
+    if (plan.watcher_fd < 0) {
+      cm_error_set(&err, errno, "start the cleanup watcher");
+      return fail(err);
+    }
+  }
+  if (o->rootfs && run_spec_generate_bundle(o, &plan, &err) < 0)
+    goto out_err;
+  const char *b = o->rootfs ? plan.tmp_bundle : o->bundle;
+  if (realpath(b, bundle) == NULL) {
+    cm_error_set(&err, errno, "bundle %s", b);
+    goto out_err;
+  }
+  char cfg[PATH_MAX + 16];
+  snprintf(cfg, sizeof(cfg), "%s/config.json", bundle);
+  s = spec_load_file(cfg, "config.json", &err);
+  if (s == NULL || run_spec_apply_options(s, o, &err) < 0)
+    goto out_err;
+  enum policy_profile profile;
+  if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
+      policy_apply(s, profile, bundle, &pol, &err) < 0)
+    goto out_err;
+  for (size_t i = 0; i < pol.report.count; i++)
+    cm_debug("profile %s: %s", policy_profile_name(profile), pol.report.lines[i]);
+  if (o->explain) {
+    /* The one case where we write to stdout: the user asked for this report. */
+    printf("profile: %s\n", policy_profile_name(profile));
+    for (size_t i = 0; i < pol.report.count; i++)
+      printf("%s\n", pol.report.lines[i]);
+    if (o->ephemeral)
+      printf("root: an overlay with a throwaway tmpfs upper layer (--ephemeral): writable, never saved\n");
+    rc = 0;
+    goto out;
+  }
+  if (o->ephemeral) {
+    if (run_spec_ephemeral_root(s, bundle, &plan, &err) < 0)
+      goto out_err;
+    /* Writes land in the throwaway upper layer: the rootfs on disk stays as it was. */
+    s->root_readonly = false;
+    cm_debug("--ephemeral: root writable through an overlay at %s", s->root_path);
+  }
+
+  struct supervise_loop l = {.ctx = &ctx,
+                             .id = o->id,
+                             .sigfd = -1,
+                             .timeout_fd = -1,
+                             .grace_fd = -1,
+                             .idle_fd = -1,
+                             .grace = o->grace,
+                             .idle = o->idle_timeout,
+                             .in_from = -1,
+                             .in_to = -1,
+                             .out_from = -1,
+                             .out_to = -1};
+  int saved[2] = {-1, -1};
+  if (o->idle_timeout > 0 && supervise_interpose_stdio(&l, saved) < 0) {
+    cm_error_set(&err, errno, "--idle-timeout: set up pipes");
+    goto out_err;
+  }
+  struct create_options co = {.id = o->id,
+                              .bundle = bundle,
+                              .config_path = cfg,
+                              .foreground = true,
+                              .start_at_once = true,
+                              .spec = s,
+                              .no_reexec = true,
+                              .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL};
+  struct created_container cc = {.pid = -1, .console_master = -1, .start_sock = -1};
+  int created = runtime_create(&ctx, &co, &cc, &err);
+  if (o->idle_timeout > 0) {
+    supervise_restore_stdio(saved);
+  } else if (created == 0) {
+    /* The container has its own copies of our stdin and stdout: drop ours, so the caller sees
+     * EOF exactly when the container's processes are gone. */
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull >= 0) {
+      dup2(devnull, STDIN_FILENO);
+      dup2(devnull, STDOUT_FILENO);
+      close(devnull);
+    }
+  }
+  if (created < 0)
+    goto out_err;
+  l.init = cc.pid;
+  if (runtime_start_at_once(&ctx, o->id, s, cc.start_sock, &err) < 0)
+    goto out_delete;
+  l.sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+  l.timeout_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+  l.grace_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+  if (o->idle_timeout > 0)
+    l.idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+  if (l.sigfd < 0 || l.timeout_fd < 0 || l.grace_fd < 0 || (o->idle_timeout > 0 && l.idle_fd < 0)) {
+    cm_error_set(&err, errno, "signalfd/timerfd");
+    goto out_delete;
+  }
+  if (o->timeout > 0)
+    supervise_timer_arm(l.timeout_fd, o->timeout);
+  if (l.idle_fd >= 0)
+    supervise_timer_arm(l.idle_fd, o->idle_timeout);
+  rc = supervise_wait(&l);
+  if (l.timed_out)
+    rc = EXIT_TIMEOUT;
+  goto out_delete_quiet;
+
+out_delete:
+  rc = fail(err);
+  err = NULL;
+out_delete_quiet : {
+  struct cm_error *derr = NULL;
+  cleanup_free char *dir = state_dir_path(ctx.root, o->id);
+  if (access(dir, F_OK) == 0 && runtime_delete_with_spec(&ctx, o->id, true, s, &derr) < 0) {
+    cleanup_free char *msg = cm_error_format(derr);
+    fprintf(stderr, "codemode-run: delete %s: %s\n", o->id, msg);
+    cm_error_free(derr);
+  }
+  goto out;
+}
+out_err:
+  rc = fail(err);
+out:
+  if (s)
+    spec_free(s);
+  policy_result_free(&pol);
+  if (plan.ephemeral_dir[0]) {
+    umount2(plan.ephemeral_dir, MNT_DETACH);
+  }
+  plan_remove_leftovers(&plan);
+  /* Cleanup done: the watcher may go. */
+  plan_tell(&plan, 'D', NULL);
+  if (plan.watcher_fd >= 0)
+    close(plan.watcher_fd);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}

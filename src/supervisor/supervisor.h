@@ -1,0 +1,91 @@
+/* The supervisor: what watches a container for its whole life from outside it. For codemode-run
+ * (standalone): the cleanup watcher that survives a SIGKILL of codemode-run, the wait loop with
+ * its timeouts and signal forwarding, and the stdio interposition of --idle-timeout. cli/
+ * parses the flags into struct run_options and calls supervisor_run_standalone(). */
+#ifndef CM_SUPERVISOR_SUPERVISOR_H
+#define CM_SUPERVISOR_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "runtime/runtime.h"
+#include "spec/spec.h"
+
+/* Exit statuses of codemode-run itself (the container's own pass through; 128+N for a signal). */
+#define EXIT_RUN_ERROR 125 /* codemode-run or the runtime failed: the container never ran */
+#define EXIT_TIMEOUT 124   /* --timeout or --idle-timeout expired (as timeout(1)) */
+
+/* codemode-run's command line, parsed (src/cli/run_standalone.c). */
+struct run_options {
+  const char *profile;
+  bool explain;
+  const char *seccomp;
+  const char *rootfs;
+  const char *bundle;
+  double timeout, idle_timeout, grace;
+  bool ephemeral;
+  struct spec_strv mounts, env;
+  const char *cwd;
+  int64_t memory;
+  int64_t pids;
+  double cpus;
+  const char *net;
+  const char *id;
+  const char *root;
+  bool debug;
+  char **cmd; /* after "--"; NULL: the config's */
+  int n_cmd;
+};
+
+/* Everything after the flags: load and tighten the config, create, start, wait, delete.
+ * Returns the exit status codemode-run exits with. Errors are printed on stderr. */
+int supervisor_run_standalone(struct run_options *o);
+
+/* --- the parts (one file each) --------------------------------------------------------------- */
+
+/* watcher.c: what must be undone at exit, also by the watcher if codemode-run is killed. Each
+ * path is sent to the watcher as soon as it exists (one record per pipe write: atomic below
+ * PIPE_BUF). */
+#define PLAN_PATH_MAX 200
+struct cleanup_plan {
+  char tmp_bundle[PLAN_PATH_MAX];    /* generated bundle dir (--rootfs), or "" */
+  char ephemeral_dir[PLAN_PATH_MAX]; /* mount point dir of --ephemeral, or "" */
+  int watcher_fd;                    /* our end of the watcher's pipe, or -1 */
+};
+/* 'B' tmp_bundle, 'E' ephemeral_dir, 'D' done: we cleaned up ourselves. */
+void plan_tell(const struct cleanup_plan *plan, char kind, const char *path);
+/* Remove the paths of the plan (the generated bundle, the --ephemeral mount point dir). */
+void plan_remove_leftovers(const struct cleanup_plan *plan);
+/* Fork the watcher before anything exists; returns our end of its pipe, or -1 (errno). */
+int watcher_start(const struct runtime_context *ctx, const char *id);
+
+/* run_spec.c: the command line applied to the config, before the profile tightens it. */
+int run_spec_generate_bundle(const struct run_options *o, struct cleanup_plan *plan, struct cm_error **err);
+int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err);
+/* --ephemeral: the root becomes an overlay with a throwaway tmpfs upper layer. */
+int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err);
+/* Does the container need the runtime's sealed re-exec (linux/selfclone.h)? */
+bool run_spec_needs_sealed_copy(const struct run_options *o);
+
+/* wait.c: the wait loop. */
+struct supervise_loop {
+  pid_t init;
+  const struct runtime_context *ctx;
+  const char *id;
+  int sigfd, timeout_fd, grace_fd, idle_fd;
+  double grace, idle;
+  /* --idle-timeout only: we sit between the caller's stdio and the container's pipes. */
+  int in_from, in_to, out_from, out_to;
+  bool timed_out;
+  bool term_sent;
+};
+int supervise_timer_arm(int fd, double seconds);
+/* Until init exits (and its output is drained): signals forwarded, timeouts enforced. Returns
+ * init's exit code (128+N for signal N), EXIT_RUN_ERROR if it could not be waited for. */
+int supervise_wait(struct supervise_loop *l);
+/* --idle-timeout: the container gets pipes on 0 and 1; the originals are kept above 2. */
+int supervise_interpose_stdio(struct supervise_loop *l, int saved[2]);
+void supervise_restore_stdio(int saved[2]);
+
+#endif
