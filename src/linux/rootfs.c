@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "linux/mount_source.h"
 #include "linux/rootfs_internal.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -68,6 +69,29 @@ static int make_parent_mount_private(const char *rootfs, struct cm_error **err) 
   return 0;
 }
 
+static void rules_freep(struct mount_source_rules **r) { mount_source_rules_free(*r); }
+
+/* Hardened: the root is judged on its fd like a bind source, and that fd is what gets bound onto
+ * itself, without the host mounts below it (one of them could be a procfs or a disk). Returns
+ * the new mount's fd. */
+static int bind_root_checked(const struct mount_source_rules *rules, const char *rootfs, struct cm_error **err) {
+  cleanup_close int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
+  struct mount_source_kind kind;
+  if (mount_source_check(rules, fd, "root.path", true, &kind, err) < 0)
+    return cm_error_prefix(err, "rootfs \"%s\"", rootfs);
+  int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (tree < 0)
+    return cm_error_set(err, errno, "clone rootfs \"%s\"", rootfs);
+  if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+    int saved = errno;
+    close(tree);
+    return cm_error_set(err, saved, "bind rootfs \"%s\" onto itself", rootfs);
+  }
+  return tree;
+}
+
 int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **err) {
   /* Nothing we mount may propagate back to the host: rslave unless the config says otherwise. */
   unsigned long propagation = MS_SLAVE | MS_REC;
@@ -80,11 +104,20 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **e
   bool none_shared = (propagation & MS_REC) && !(propagation & MS_SHARED);
   if (!none_shared && make_parent_mount_private(rootfs, err) < 0)
     return -1;
-  if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
-    return cm_error_set(err, errno, "bind rootfs \"%s\" onto itself", rootfs);
-  cleanup_close int root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0)
-    return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
+  __attribute__((cleanup(rules_freep))) struct mount_source_rules *rules = NULL;
+  cleanup_close int root_fd = -1;
+  if (s->hardening.check_mount_sources) {
+    rules = mount_source_rules_load();
+    root_fd = bind_root_checked(rules, rootfs, err);
+    if (root_fd < 0)
+      return -1;
+  } else {
+    if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
+      return cm_error_set(err, errno, "bind rootfs \"%s\" onto itself", rootfs);
+    root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+      return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
+  }
 
   /* A read-only /dev tmpfs is made read-only only after we created the devices in it. */
   const struct spec_mount *dev_mount = rootfs_dev_mount(s);
@@ -101,7 +134,7 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **e
     tmp_spec.mounts = mounts_copy;
     effective = &tmp_spec;
   }
-  if (mounts_apply(effective, root_fd, err) < 0)
+  if (mounts_apply(effective, root_fd, rules, err) < 0)
     return -1;
   if (devices_setup(s, root_fd, err) < 0)
     return -1;

@@ -22,7 +22,7 @@
 #define MCP_NOFILE_SOFT 1024ULL
 #define MCP_NOFILE_HARD 4096ULL
 #define MCP_OOM_SCORE_ADJ 1000
-#define MCP_TMPFS_SIZE "size=64m"
+#define MCP_TMPFS_SIZE "size=64m" /* also in mount_policy.c */
 
 /* --- process ------------------------------------------------------------------------------ */
 
@@ -156,14 +156,6 @@ static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm
 
 /* --- mounts --------------------------------------------------------------------------------- */
 
-static bool has_option(const struct spec_mount *m, const char *prefix, bool whole) {
-  size_t n = strlen(prefix);
-  for (size_t i = 0; i < m->options.count; i++)
-    if (whole ? strcmp(m->options.items[i], prefix) == 0 : strncmp(m->options.items[i], prefix, n) == 0)
-      return true;
-  return false;
-}
-
 static void strv_append(struct spec_strv *v, const char *s) {
   char **grown = realloc(v->items, (v->count + 2) * sizeof(char *));
   if (grown == NULL)
@@ -171,31 +163,6 @@ static void strv_append(struct spec_strv *v, const char *s) {
   v->items = grown;
   v->items[v->count++] = xstrdup(s);
   v->items[v->count] = NULL;
-}
-
-/* Add `opt` unless present; options that contradict it ("suid" for "nosuid") are removed.
- * Returns true when something changed. */
-static bool force_option(struct spec_mount *m, const char *opt, const char *opposite) {
-  bool changed = false;
-  for (size_t i = 0; i < m->options.count;) {
-    if (strcmp(m->options.items[i], opposite) == 0) {
-      free(m->options.items[i]);
-      memmove(&m->options.items[i], &m->options.items[i + 1], (m->options.count - i) * sizeof(char *));
-      m->options.count--;
-      changed = true;
-    } else {
-      i++;
-    }
-  }
-  if (!has_option(m, opt, true)) {
-    strv_append(&m->options, opt);
-    changed = true;
-  }
-  return changed;
-}
-
-static bool is_bind(const struct spec_mount *m) {
-  return (m->type && strcmp(m->type, "bind") == 0) || (m->flags & MS_BIND);
 }
 
 static bool has_mount_at(const struct spec *s, const char *dest) {
@@ -221,36 +188,9 @@ static void add_tmpfs(struct spec *s, const char *dest, const char *const *optio
 
 static int tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r,
                           struct cm_error **err) {
-  for (size_t i = 0; i < s->n_mounts; i++) {
-    struct spec_mount *m = &s->mounts[i];
-    bool changed = false;
-    if (is_bind(m)) {
-      if (policy_check_bind_source(m->source, bundle, err) < 0)
-        return cm_error_prefix(err, "mounts[%zu] (%s)", i, m->destination);
-      /* A setuid binary or a device node on the host side must not work inside. */
-      changed |= force_option(m, "nosuid", "suid");
-      changed |= force_option(m, "nodev", "dev");
-    }
-    const char *type = m->type ? m->type : "";
-    /* sysfs and cgroupfs writes act on the host's devices and cgroups. */
-    if (strcmp(type, "sysfs") == 0 || strcmp(type, "cgroup") == 0 || strcmp(type, "cgroup2") == 0)
-      changed |= force_option(m, "ro", "rw");
-    /* A tmpfs without a size may take half the host's RAM (tmpfs pages can outlive the OOM kill). */
-    if (strcmp(type, "tmpfs") == 0 && !has_option(m, "size=", false)) {
-      strv_append(&m->options, MCP_TMPFS_SIZE);
-      changed = true;
-    }
-    if (changed) {
-      spec_mount_decode_options(m);
-      cleanup_free char *joined = NULL;
-      size_t len = 0;
-      FILE *f = open_memstream(&joined, &len);
-      for (size_t k = 0; k < m->options.count; k++)
-        fprintf(f, "%s%s", k ? "," : "", m->options.items[k]);
-      fclose(f);
-      policy_report_add(r, "mounts[%zu] %s: options now %s", i, m->destination, joined);
-    }
-  }
+  /* An allow-list of mount types and places (mount_policy.c). */
+  if (policy_mcp_tighten_mounts(s, bundle, r, err) < 0)
+    return -1;
   if (!has_mount_at(s, "/tmp"))
     add_tmpfs(s, "/tmp", (const char *const[]){"nosuid", "nodev", "mode=1777", MCP_TMPFS_SIZE, NULL}, r);
   if (!has_mount_at(s, "/dev/shm") && has_mount_at(s, "/dev"))
