@@ -314,6 +314,71 @@ static void tighten_resources(struct spec_resources *res, struct policy_report *
   }
 }
 
+/* The raw cgroup files of linux.resources.unified would set memory.max, pids.max or cpu.max behind
+ * the fields above: not taken from a hardened container's config. */
+static void drop_unified(struct spec_resources *res, struct policy_report *r) {
+  for (size_t i = 0; i < res->unified.count; i++)
+    policy_report_add(r, "linux.resources.unified: %s=%s removed", res->unified.items[i].key,
+                      res->unified.items[i].value);
+  spec_kv_list_free(&res->unified);
+}
+
+int policy_mcp_tighten_update(struct spec_resources *res, struct policy_report *r, struct cm_error **err) {
+  /* Raw files and device rules have no clamp: refused, with the field that can do the job. */
+  if (res->unified.count)
+    return cm_error_set(err, EPERM,
+                        "unified.\"%s\": raw cgroup files cannot be set on a hardened container (fix: use the "
+                        "memory, cpu and pids fields)",
+                        res->unified.items[0].key);
+  if (res->n_devices)
+    return cm_error_set(err, EPERM,
+                        "devices: the device rules of a hardened container were fixed at create and cannot change");
+  struct spec_memory *m = &res->memory;
+  if (m->limit.set) {
+    if (m->limit.value <= 0 || m->limit.value > MCP_MEMORY_LIMIT) {
+      policy_report_add(r, "memory.limit: %" PRId64 " -> %lld (the profile's most)", m->limit.value, MCP_MEMORY_LIMIT);
+      m->limit.value = MCP_MEMORY_LIMIT;
+    }
+    /* memory+swap equal to the limit: no swap, as at create. */
+    if (!m->swap.set || m->swap.value != m->limit.value) {
+      if (m->swap.set)
+        policy_report_add(r, "memory.swap: %" PRId64 " -> %" PRId64 " (no swap)", m->swap.value, m->limit.value);
+      m->swap = (struct spec_opt_i64){true, m->limit.value};
+    }
+  } else if (m->swap.set) {
+    return cm_error_set(err, EPERM,
+                        "memory.swap: a hardened container has no swap (memory+swap follows memory.limit) (fix: "
+                        "give the memory limit instead)");
+  }
+  if (m->has_disable_oom_killer && m->disable_oom_killer) {
+    m->disable_oom_killer = false;
+    policy_report_add(r, "memory.disableOOMKiller: true -> false");
+  }
+  if (res->has_pids && (res->pids_limit <= 0 || res->pids_limit > MCP_PIDS_LIMIT)) {
+    policy_report_add(r, "pids.limit: %" PRId64 " -> %d (the profile's most)", res->pids_limit, MCP_PIDS_LIMIT);
+    res->pids_limit = MCP_PIDS_LIMIT;
+  }
+  struct spec_cpu *c = &res->cpu;
+  if (c->period.set || c->quota.set) {
+    /* Both, always: a shorter period alone would raise the share the old quota gives. */
+    uint64_t period = c->period.set && c->period.value ? c->period.value : MCP_CPU_PERIOD;
+    int64_t quota = c->quota.set ? c->quota.value : -1;
+    if (quota <= 0 || (uint64_t)quota > period) {
+      policy_report_add(r, "cpu: quota %" PRId64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64 " (1 CPU at most)", quota,
+                        period, period, period);
+      quota = (int64_t)period;
+    }
+    c->present = true;
+    c->period = (struct spec_opt_u64){true, period};
+    c->quota = (struct spec_opt_i64){true, quota};
+  }
+  if (c->burst.set && c->burst.value) {
+    policy_report_add(r, "cpu.burst: %" PRIu64 " -> 0", c->burst.value);
+    c->burst.value = 0;
+  }
+  return 0;
+}
+
 /* --- seccomp -------------------------------------------------------------------------------- */
 
 int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *out, struct cm_error **err) {
@@ -357,5 +422,6 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
   tighten_devices(&s->linux_, r);
   drop_sysctls(&s->linux_, r);
   tighten_resources(&s->linux_.resources, r);
+  drop_unified(&s->linux_.resources, r);
   return stack_seccomp(s, audit, out, err);
 }

@@ -14,6 +14,8 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
 /* The process part of mcp (no_new_privs, no capabilities, oomScoreAdj, RLIMIT_NOFILE/CORE):
  * shared by create and exec. */
 void policy_mcp_tighten_process(struct spec_process *p, struct policy_report *r);
+/* `update` of an mcp container: clamp the new limits to the profile's, or refuse what has no clamp. */
+int policy_mcp_tighten_update(struct spec_resources *res, struct policy_report *r, struct cm_error **err);
 /* mcp.json (mcp-audit.json when audit) resolved for a bounding set and this machine. */
 int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *out, struct cm_error **err);
 

@@ -437,7 +437,7 @@ static void test_mount_over_proc_refused(void **state) {
   pathf(path, sizeof(path), "%s/hostfile", b.dir);
   write_file(path, "x");
   assert_int_equal(run_in_child(&b, child_expect_prepare_error,
-                                "mount \"hostfile\" on \"/proc/sys/kernel/core_pattern\" (mounts[1])"),
+                                "mount \"hostfile\" on \"/proc/sys/kernel/core_pattern\" (mounts[1], type bind)"),
                    0);
 }
 
