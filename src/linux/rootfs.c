@@ -141,8 +141,65 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **e
   return 0;
 }
 
+/* --no-pivot leaves the host's mounts in the namespace, under the chroot. The kernel lets a user
+ * namespace's root mount a fresh procfs or sysfs when a full one is already visible in the mount
+ * namespace (mount_too_revealing): the host's would be, so a process that makes itself a user
+ * and pid namespace inside the container would get an unmasked procfs. Detach every full procfs
+ * and sysfs outside the rootfs first (where it is locked and cannot be detached, cover it), as
+ * runc does. */
+static int detach_host_proc_and_sys(const char *rootfs, struct cm_error **err) {
+  char real[PATH_MAX];
+  if (!realpath(rootfs, real))
+    return cm_error_set(err, errno, "resolve rootfs \"%s\"", rootfs);
+  size_t rlen = strlen(real);
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f)
+    return cm_error_set(err, errno, "open /proc/self/mountinfo");
+  /* Collected first: detaching changes the file being read. */
+  char **points = NULL;
+  size_t n = 0;
+  cleanup_free char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    char root[PATH_MAX], point[PATH_MAX], fstype[64];
+    const char *sep = strstr(line, " - ");
+    if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2 || sscanf(sep + 3, "%63s", fstype) != 1)
+      continue;
+    if (strcmp(root, "/") != 0 || (strcmp(fstype, "proc") != 0 && strcmp(fstype, "sysfs") != 0))
+      continue;
+    unescape_octal(point);
+    if (strncmp(point, real, rlen) == 0 && (point[rlen] == '/' || point[rlen] == '\0'))
+      continue; /* the container's own */
+    char **grown = realloc(points, (n + 1) * sizeof(*points));
+    if (grown == NULL || (grown[n] = strdup(point)) == NULL)
+      abort();
+    points = grown;
+    n++;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const char *p = points[i];
+    /* Our detach must not propagate to the host. ENOENT: a parent went already. */
+    if (mount(NULL, p, NULL, MS_SLAVE | MS_REC, NULL) < 0) {
+      if (errno != ENOENT && errno != EINVAL)
+        rc = cm_error_set(err, errno, "--no-pivot: make host mount %s rslave", p);
+      continue;
+    }
+    if (umount2(p, MNT_DETACH) == 0)
+      continue;
+    if ((errno == EINVAL || errno == EPERM) && mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0k,mode=0") < 0)
+      rc = cm_error_set(err, errno, "--no-pivot: cover host mount %s", p);
+  }
+  for (size_t i = 0; i < n; i++)
+    free(points[i]);
+  free(points);
+  return rc;
+}
+
 int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err) {
   if (no_pivot) {
+    if (detach_host_proc_and_sys(rootfs, err) < 0)
+      return -1;
     /* --no-pivot (ramdisk roots): move the rootfs over / and chroot into it. */
     if (chdir(rootfs) < 0)
       return cm_error_set(err, errno, "chdir \"%s\"", rootfs);

@@ -63,6 +63,8 @@ static void tighten_process(struct spec_process *p, struct policy_report *r) {
   }
   *c = (struct spec_capabilities){.present = true};
 
+  /* Its audit login uid is set for it (when unset) instead of being left for it to choose. */
+  p->lock_loginuid = true;
   /* Every process is the first the OOM killer picks: a runaway server, not the host, dies. */
   if (!p->has_oom_score_adj || p->oom_score_adj < MCP_OOM_SCORE_ADJ) {
     if (p->has_oom_score_adj)

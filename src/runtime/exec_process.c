@@ -56,7 +56,7 @@ void exec_stage1(const struct exec_child_config *c) {
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
   /* Before joining a user namespace, whose root may not write our non-dumpable /proc/self
    * files; the process inherits the value. */
-  if (oom_score_adj_apply(c->process, &err) < 0)
+  if (oom_score_adj_apply(c->process, &err) < 0 || loginuid_lock(c->process, &err) < 0)
     fail(c->sync_fd, err);
 
   /* One setns on init's pidfd joins them all atomically, in the kernel's order (user first),
