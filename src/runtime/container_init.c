@@ -340,6 +340,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
     sync_send(sync_fd, SYNC_CONSOLE_FD, 0, NULL, master, NULL);
     close(master);
   }
+  if (!p->terminal && fds_localize_stdio_devices(&err) < 0)
+    fail(sync_fd, err);
   if (!c->no_new_keyring && keyring_join_new(c->id, &err) < 0)
     fail(sync_fd, err);
   if ((!oom_set && oom_score_adj_apply(p, &err) < 0) || rlimits_apply(p, &err) < 0 ||
