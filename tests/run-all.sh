@@ -10,6 +10,10 @@
 #   5. leaks       no mount under the run's temp dir, no process carrying the run's token, no
 #                  cgroup named after one of the run's containers (cm-test-<tag>-*): each leak
 #                  is a failure
+#   6. host        the host is never touched: the host's /dev nodes, /etc, the runtime binaries,
+#                  busybox and the test tree's fixtures (owner, mode, ctime, content) are the same
+#                  as before the suites (tests/lib/host_sentinel.sh says what may change); each
+#                  changed file is a failure, named. CM_HOST_SENTINEL=off skips it outside CI
 #
 # Ends with exactly one line `N passed, N failed, N skipped` and exits 1 if anything failed.
 # Under CI=true a suite that cannot run counts as failed.
@@ -197,9 +201,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# --- the host sentinel -------------------------------------------------------------------------
+sentinel_on() { [ "${CI:-}" = true ] || [ "${CM_HOST_SENTINEL:-on}" != off ]; }
+
+check_host() {
+  local line n=0
+  echo "#"
+  echo "# === host sentinel ==="
+  while IFS= read -r line; do
+    SUITE_FAILED=$((SUITE_FAILED + 1))
+    suite_note "FAILED ($line)"
+    n=$((n + 1))
+  done < <("$here/lib/host_sentinel.sh" check "$WORK/host.sentinel" 2>&1)
+  [ "$n" -eq 0 ] && echo "# the host's /dev, /etc, runtime binaries, busybox and fixtures are as they were"
+}
+
 # --- main -------------------------------------------------------------------------------------
 echo "# codemode test run: CODEMODE=$CODEMODE CI=${CI:-} token=$CM_TEST_TOKEN"
 build_helpers
+if sentinel_on; then
+  "$here/lib/host_sentinel.sh" record "$WORK/host.sentinel" || suite_note "FAILED: host sentinel could not record"
+fi
 if want unit; then
   echo "#"
   echo "# === unit ==="
@@ -215,5 +237,6 @@ for s in $suites; do
   case $s in unit | integration | security) ;; *) run_extra_suite "$s" ;; esac
 done
 check_leaks
+sentinel_on && check_host
 suite_summary
 [ "$SUITE_FAILED" -eq 0 ]

@@ -198,7 +198,7 @@ make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device;
   mkdir -p "$HOST/lower" "$HOST/upper" "$HOST/work" "$HOST/alias"
   echo layer >"$HOST/lower/f"
   local ov='.mounts += [{destination: "/o", type: "overlay", source: "overlay", options: $opts}]'
-  set_args /bin/hostile "$MARKER" read /o/passwd
+  set_args /bin/hostile "$MARKER" read /o/hostname
   cp "$BUNDLE/config.json" "$TEST_DIR/config.orig"
   set_cfg "$ov" --argjson opts "[\"lowerdir=$HOST/lower:/etc\"]"
   run_mcp
@@ -240,7 +240,7 @@ make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device;
   local src
   for src in /tmp /var/tmp /run /run/user "$HOME"; do
     [ -d "$src" ] || continue
-    cmrun --mount "$src:/x:ro" -- /bin/hostile "$MARKER" read /x/.ssh/id_ed25519
+    cmrun --mount "$src:/x:ro" -- /bin/hostile "$MARKER" read /x/.codemode-no-such-file
     [ "$status" -eq 125 ]
     refused_clearly "$src"
   done
@@ -266,15 +266,15 @@ make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device;
 
 @test "hostile caller: sensitive host trees are refused by what they are: a bind alias of /etc, a symlink to /root, an ancestor of /etc" {
   mkdir -p "$HOST/alias"
-  IN_NS="mount --bind /etc $HOST/alias" cmrun --mount "$HOST/alias/ssl:/x:ro" -- /bin/hostile "$MARKER" read /x/openssl.cnf
+  IN_NS="mount --bind /etc $HOST/alias" cmrun --mount "$HOST/alias/ssl:/x:ro" -- /bin/hostile "$MARKER" read /x/hostname
   refused_clearly "is inside the host's /etc" "fix:"
-  IN_NS="mount --bind /etc $HOST/alias" cmrun --mount "$HOST/alias:/x:ro" -- /bin/hostile "$MARKER" read /x/shadow
+  IN_NS="mount --bind /etc $HOST/alias" cmrun --mount "$HOST/alias:/x:ro" -- /bin/hostile "$MARKER" read /x/hostname
   refused_clearly "is the host's /etc"
   ln -s /root "$HOST/innocent"
-  cmrun --mount "$HOST/innocent:/x:ro" -- /bin/hostile "$MARKER" read /x/.bashrc
+  cmrun --mount "$HOST/innocent:/x:ro" -- /bin/hostile "$MARKER" read /x/.codemode-no-such-file
   refused_clearly "/root"
   # A file inside /etc behind a symlink.
-  ln -s /etc/shadow "$HOST/notes.txt"
+  ln -s /etc/hostname "$HOST/notes.txt"
   cmrun --mount "$HOST/notes.txt:/notes.txt:ro" -- /bin/hostile "$MARKER" read /notes.txt
   refused_clearly "/etc"
   assert_host_untouched
@@ -299,7 +299,7 @@ make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device;
 
 @test "hostile caller: root.path must not be a host tree either (/, /etc)" {
   set_cfg '.root.path = "/"'
-  set_args /bin/hostile "$MARKER" read /etc/shadow
+  set_args /bin/hostile "$MARKER" read /etc/hostname
   run_mcp
   refused_clearly "root.path" "/"
   set_cfg '.root.path = "/etc"'
