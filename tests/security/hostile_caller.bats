@@ -18,6 +18,7 @@ bats_require_minimum_version 1.5.0
 setup_file() {
   export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "${CODEMODE:-$CM_REPO/build/codemode}")/codemode-run}
   sec_setup_file
+  export DK_STATE=$BATS_FILE_TMPDIR/dockerd
   export LISTENER=$CM_HELPER_DIR/unix-listener
   [ -x "$LISTENER" ] || cc -std=gnu11 -O2 -Wall -Wextra -o "$LISTENER" "$CM_REPO/tests/helpers/unix-listener.c"
 }
@@ -35,9 +36,25 @@ setup() {
 }
 
 teardown() {
-  local l
+  local l ids
+  if [ -n "${DOCKER_HOST:-}" ]; then
+    ids=$(docker ps -aq --filter "name=$CID" 2>/dev/null)
+    # shellcheck disable=SC2086 # one word per id
+    [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
+    docker volume ls -q --filter "name=$CID" 2>/dev/null | xargs -r docker volume rm -f >/dev/null 2>&1 || true
+  fi
   for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null || true; done
   cm_teardown
+}
+
+teardown_file() {
+  if [ -s "$DK_STATE" ]; then
+    # shellcheck source=tests/docker/dockerd.bash
+    . "$CM_REPO/tests/docker/dockerd.bash"
+    DK_DIR=$(cat "$DK_STATE")
+    export DK_DIR DOCKER_HOST=unix://$DK_DIR/docker.sock DOCKER_CONFIG=$DK_DIR/config
+    dockerd_stop
+  fi
 }
 
 # cmrun [codemode-run options…] -- CMD…: codemode-run (profile mcp unless PROFILE says otherwise)
@@ -419,4 +436,95 @@ limits() {
   done
   # The host's /proc is still there, for the host.
   [ -r /proc/self/status ]
+}
+
+# --- through Docker: codemode-mcp (runtimeArgs ["--profile=mcp"]) -------------------------------
+
+# need_dockerd: the private dockerd of this file (tests/docker/dockerd.bash), started by the first
+# Docker test and stopped in teardown_file. Missing packages skip the test, and fail it under CI.
+need_dockerd() {
+  # shellcheck source=tests/docker/dockerd.bash
+  . "$CM_REPO/tests/docker/dockerd.bash"
+  if ! command -v dockerd >/dev/null || ! command -v containerd >/dev/null || ! command -v docker >/dev/null; then
+    if [ "${CI:-}" = true ]; then
+      echo "dockerd, containerd or docker is not installed (tests/docker/deps.sh installs them)" >&2
+      return 1
+    fi
+    skip "dockerd, containerd or docker is not installed (tests/docker/deps.sh installs them)"
+  fi
+  if [ ! -s "$DK_STATE" ]; then
+    # Short path: containerd's sockets live under the exec root (108-byte limit).
+    local d
+    d=$(mktemp -d /tmp/cm-hdk.XXXXXX)
+    echo "$d" >"$DK_STATE"
+    dockerd_start "$d" >&3 2>&1 || return 1
+  fi
+  DK_DIR=$(cat "$DK_STATE")
+  export DK_DIR DOCKER_HOST=unix://$DK_DIR/docker.sock DOCKER_CONFIG=$DK_DIR/config
+}
+
+# drun_mcp ARGS…: docker run --rm under codemode-mcp; sets status, output (stdout+stderr), stderr.
+drun_mcp() {
+  status=0
+  dk run --rm --runtime=codemode-mcp --network none "$@" >"$TEST_DIR/dk.out" 2>"$TEST_DIR/dk.err" </dev/null 3>&- ||
+    status=$?
+  stdout=$(cat "$TEST_DIR/dk.out")
+  stderr=$(cat "$TEST_DIR/dk.err")
+  output=$(cat "$TEST_DIR/dk.out" "$TEST_DIR/dk.err")
+  echo "# docker run --runtime=codemode-mcp $* -> $status: $output" >&3
+}
+
+@test "hostile caller, Docker: a volume of type proc and a volume on a block device are refused; a plain volume works" {
+  need_dockerd
+  dk volume create --driver local --opt type=proc --opt device=proc "$CID-proc" >/dev/null
+  drun_mcp -v "$CID-proc:/hp" cm-busybox sh -c "cat /hp/sys/kernel/core_pattern && echo VIEW-OK"
+  [ "$status" -ne 0 ]
+  [[ $stderr == *"proc filesystem"* ]]
+  [[ $stdout != *VIEW-OK* ]]
+  local dev
+  dev=$(make_loop_fs)
+  dk volume create --driver local --opt type=ext4 --opt device="$dev" "$CID-disk" >/dev/null
+  drun_mcp -v "$CID-disk:/disk" cm-busybox sh -c "ls /disk && echo VIEW-OK"
+  [ "$status" -ne 0 ]
+  [[ $stderr == *"whole filesystem of block device $dev"* ]]
+  [[ $stdout != *VIEW-OK* ]]
+  # A directory holding a host socket, as -v.
+  mkdir -p "$HOST/run"
+  "$LISTENER" "$HOST/run/svc.sock" 30 >"$TEST_DIR/listener.out" 2>&1 &
+  bg_track $!
+  wait_file_content "$TEST_DIR/listener.out" LISTENING 5
+  drun_mcp -v "$HOST/run:/s:ro" cm-busybox sh -c "ls /s && echo VIEW-OK"
+  [ "$status" -ne 0 ]
+  [[ $stderr == *"holds a socket"* ]]
+  ! grep -q CONNECTED "$TEST_DIR/listener.out"
+  # The ordinary case still works: a named volume, Docker's /dev/shm, /etc/hosts and friends.
+  drun_mcp -v "$CID-plain:/data" cm-busybox sh -c 'echo kept >/data/f && cat /data/f && cat /etc/hostname >/dev/null && echo VIEW-OK'
+  [ "$status" -eq 0 ]
+  [[ $stdout == *kept*VIEW-OK* ]]
+}
+
+@test "hostile caller, Docker: docker update cannot loosen a codemode-mcp container" {
+  need_dockerd
+  dk run -d --runtime=codemode-mcp --network none --name "$CID-u" cm-busybox sleep 120 >/dev/null
+  local pid
+  pid=$(docker inspect -f '{{.State.Pid}}' "$CID-u")
+  dk update --memory 4g --memory-swap 4g --pids-limit -1 --cpus 2 "$CID-u" >"$TEST_DIR/upd.out" 2>&1 || {
+    cat "$TEST_DIR/upd.out" >&2
+    return 1
+  }
+  local list rel mem='' pids='' quota=''
+  while IFS=: read -r _ list rel; do
+    case ",$list," in *,memory,*) mem=$(cat "/sys/fs/cgroup/$list$rel/memory.limit_in_bytes") ;; esac
+    case ",$list," in *,pids,*) pids=$(cat "/sys/fs/cgroup/$list$rel/pids.max") ;; esac
+    case ",$list," in *,cpu,*) quota=$(cat "/sys/fs/cgroup/$list$rel/cpu.cfs_quota_us") ;; esac
+    if [ -z "$list" ] && [ -e "/sys/fs/cgroup$rel/memory.max" ]; then
+      mem=$(cat "/sys/fs/cgroup$rel/memory.max")
+      pids=$(cat "/sys/fs/cgroup$rel/pids.max")
+      quota=$(cut -d' ' -f1 "/sys/fs/cgroup$rel/cpu.max")
+    fi
+  done <"/proc/$pid/cgroup"
+  echo "# after docker update: memory $mem pids $pids quota $quota" >&3
+  [ "$mem" = 536870912 ]
+  [ "$pids" = 256 ]
+  [ "$quota" -le 100000 ] && [ "$quota" -gt 0 ]
 }
