@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,42 +115,32 @@ static bool same(struct ident a, const struct stat *st) { return a.dev == st->st
 
 static bool same_ident(struct ident a, struct ident b) { return a.dev == b.dev && a.ino == b.ino; }
 
-/* The directories above dir_fd up to "/", by identity (dir_fd itself excluded). */
-static void collect_ancestors(int dir_fd, struct ident **out, size_t *n) {
+/* The directories above `path` up to "/", by identity (path itself excluded): one stat of
+ * "path/..", "path/../.." … each (the kernel resolves ".." as a walk up would). */
+static void collect_ancestors(const char *path, const struct stat *self, struct ident **out, size_t *n) {
   *out = NULL;
   *n = 0;
-  int cur = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
-  struct stat st;
-  if (cur < 0 || fstat(cur, &st) < 0)
-    goto done;
-  for (int depth = 0; depth < 256; depth++) {
-    int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    struct stat ust;
-    if (up < 0 || fstat(up, &ust) < 0) {
-      if (up >= 0)
-        close(up);
-      break;
-    }
-    close(cur);
-    cur = up;
-    if (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)
+  char buf[PATH_MAX];
+  size_t len = (size_t)snprintf(buf, sizeof(buf), "%s", path);
+  struct stat below = *self;
+  for (int depth = 0; depth < 64 && len + 4 < sizeof(buf); depth++) {
+    memcpy(buf + len, "/..", 4);
+    len += 3;
+    struct stat st;
+    if (stat(buf, &st) < 0 || (st.st_dev == below.st_dev && st.st_ino == below.st_ino))
       break; /* "/" is its own parent */
     struct ident *grown = realloc(*out, (*n + 1) * sizeof(**out));
     if (grown == NULL)
       abort();
     *out = grown;
-    (*out)[(*n)++] = (struct ident){ust.st_dev, ust.st_ino};
-    st = ust;
+    (*out)[(*n)++] = (struct ident){st.st_dev, st.st_ino};
+    below = st;
   }
-done:
-  if (cur >= 0)
-    close(cur);
 }
 
 static void add_tree(struct mount_source_rules *r, const char *path, enum tree_kind kind) {
-  cleanup_close int fd = open(path, O_PATH | O_CLOEXEC);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
+  if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
     return;
   for (size_t i = 0; i < r->n; i++)
     if (same(r->trees[i].id, &st) && r->trees[i].kind == kind)
@@ -162,7 +153,7 @@ static void add_tree(struct mount_source_rules *r, const char *path, enum tree_k
   *t = (struct tree){.path = strdup(path), .kind = kind, .id = {st.st_dev, st.st_ino}};
   if (t->path == NULL)
     abort();
-  collect_ancestors(fd, &t->ancestors, &t->n_ancestors);
+  collect_ancestors(path, &st, &t->ancestors, &t->n_ancestors);
 }
 
 /* Home directories of the invoking user: the runtime's uid, the uid sudo was run by, and $HOME.
