@@ -157,12 +157,15 @@ static void add_tree(struct mount_source_rules *r, const char *path, enum tree_k
 }
 
 /* Home directories of the invoking user: the runtime's uid, the uid sudo was run by, and $HOME.
- * Read from the host's /etc/passwd (no NSS in this static binary's child). A home that is "/" is
- * no tree of its own. */
+ * Refused as a whole (with its keys, tokens and history), not what is inside: a project directory
+ * in a home is what an MCP server is usually given, and is judged like any other directory (its
+ * tree must hold no credentials or sockets, and ~/.ssh/x is inside a credentials directory). Read
+ * from the host's /etc/passwd (no NSS in this static binary's child). A home that is "/" is no
+ * tree of its own. */
 static void add_invoking_homes(struct mount_source_rules *r) {
   const char *env_home = getenv("HOME");
   if (env_home && env_home[0] == '/' && env_home[1] != '\0')
-    add_tree(r, env_home, TREE_INSIDE);
+    add_tree(r, env_home, TREE_EXACT);
   const char *sudo_uid = getenv("SUDO_UID");
   long uids[2] = {(long)getuid(), sudo_uid && *sudo_uid ? strtol(sudo_uid, NULL, 10) : -1};
   cleanup_fclose FILE *f = fopen("/etc/passwd", "re");
@@ -177,7 +180,7 @@ static void add_invoking_homes(struct mount_source_rules *r) {
       continue;
     long uid = strtol(fields[2], NULL, 10);
     if (uid == uids[0] || uid == uids[1])
-      add_tree(r, fields[5], TREE_INSIDE);
+      add_tree(r, fields[5], TREE_EXACT);
   }
 }
 

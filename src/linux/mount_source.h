@@ -30,8 +30,8 @@ struct mount_source_kind {
 /* Judge an opened bind source or overlay layer (any open flags, O_PATH too): refused when it is
  * a socket, a device outside the allowed set, on a pseudo-filesystem (proc, sysfs, cgroup,
  * debugfs, tracefs, securityfs, bpf, devpts, nsfs, pstore, configfs…), the whole filesystem of a
- * block device, a sensitive host tree (/, /etc, /proc, /sys, /dev, /boot, /root, /run, the
- * invoking user's home…) or inside one, /tmp or /var/tmp as a whole, an ancestor of any of
+ * block device, a sensitive host tree (/, /etc, /proc, /sys, /dev, /boot, /root, /run…) or
+ * inside one, /tmp, /var/tmp or the invoking user's home as a whole, an ancestor of any of
  * them, or inside a credentials directory (.ssh, .gnupg, .aws, .kube, .docker, .config…).
  * `what` names it in errors ("bind source", "lowerdir /x"). The container's root (is_rootfs) may
  * be a whole filesystem: storage drivers (devicemapper, zfs) hand out exactly that. */

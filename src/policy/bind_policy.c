@@ -98,12 +98,13 @@ int policy_check_bind_source(const char *source, const char *bundle, struct cm_e
     if (is_under(sensitive_trees[i], path))
       return refuse(source, path, "contains a host system tree", err);
   }
-  /* The invoking user's home: keys, tokens, shell history. */
+  /* The invoking user's home as a whole: keys, tokens, shell history. A directory inside it is
+   * judged like any other (and refused when it holds credentials). */
   const char *home = getenv("HOME");
   char home_buf[PATH_MAX];
   if (home && home[0] == '/' && home[1] && realpath(home, home_buf) && strcmp(home_buf, "/") != 0 &&
-      (is_under(path, home_buf) || is_under(home_buf, path)))
-    return refuse(source, path, "the invoking user's home", err);
+      is_under(home_buf, path))
+    return refuse(source, path, "the invoking user's home; bind a directory inside it", err);
   const char *name = sensitive_component(path);
   if (name)
     return refuse(source, path, name, err);

@@ -272,6 +272,25 @@ make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device;
   # Inside a credentials directory.
   cmrun --mount "$HOST/proj/deep/down/.config:/c:ro" -- /bin/hostile "$MARKER" read /c/key
   refused_clearly ".config"
+  # The invoking user's home as a whole (here a home of the test's own, by $HOME), by name and by
+  # what it is behind a symlink; a project directory inside it is fine, its keys are not.
+  mkdir -p "$HOST/home/me/.ssh" "$HOST/home/me/proj"
+  echo key >"$HOST/home/me/.ssh/id_ed25519"
+  echo code >"$HOST/home/me/proj/main.c"
+  HOME=$HOST/home/me cmrun --mount "$HOST/home/me:/h:ro" -- /bin/hostile "$MARKER" read /h/.ssh/id_ed25519
+  refused_clearly "home"
+  HOME=$HOST/home/me cmrun --mount "$HOST/home:/h:ro" -- /bin/hostile "$MARKER" read /h/me/.ssh/id_ed25519
+  refused_clearly "home"
+  # A home without keys, behind a bind alias: refused by what it is.
+  mkdir -p "$HOST/alias" "$HOST/home/you/proj"
+  HOME=$HOST/home/you IN_NS="mount --bind $HOST/home/you $HOST/alias" \
+    cmrun --mount "$HOST/alias:/h:ro" -- /bin/hostile "$MARKER" read /h/proj
+  refused_clearly "home/you as a whole"
+  HOME=$HOST/home/me cmrun --mount "$HOST/home/me/.ssh:/h:ro" -- /bin/hostile "$MARKER" read /h/id_ed25519
+  refused_clearly ".ssh"
+  HOME=$HOST/home/me cmrun --mount "$HOST/home/me/proj:/p:ro" -- /bin/hostile "$MARKER" read /p/main.c
+  [ "$status" -eq 0 ]
+  [[ $stdout == *"READ: code"* ]]
   local own
   own=$(mktemp -d /tmp/cm-hostile-own.XXXXXX)
   echo mine >"$own/f"
