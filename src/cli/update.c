@@ -271,7 +271,8 @@ int cmd_update(struct cli_globals *g, int argc, char **argv) {
     goto out;
   }
   free(json);
-  rc = runtime_update(&g->ctx, argv[optind], &r, update_harden, (void *)g->profile, &err) < 0 ? cli_fail(err) : 0;
+  rc = runtime_update(&g->ctx, argv[optind], &r, update_harden, (void *)g->profile, &err) < 0 ? cli_fail(err)
+                                                                                              : 0;
   spec_resources_free(&r);
 out:
   free(j.memory);

@@ -99,7 +99,8 @@ int fds_localize_stdio_devices(struct cm_error **err) {
         continue;
       int fl = fcntl(fd, F_GETFL);
       /* The container's node, never through a symlink; a container without one keeps the fd. */
-      cleanup_close int own = open(names[i], (fl & (O_ACCMODE | O_APPEND)) | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+      cleanup_close int own =
+          open(names[i], (fl & (O_ACCMODE | O_APPEND)) | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
       struct stat ost;
       if (fl < 0 || own < 0 || fstat(own, &ost) < 0 || !S_ISCHR(ost.st_mode) || ost.st_rdev != st.st_rdev)
         break;

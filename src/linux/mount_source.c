@@ -45,18 +45,21 @@ static const struct {
   long magic;
   const char *name;
 } pseudo_filesystems[] = {
-    {PROC_SUPER_MAGIC, "proc"},       {SYSFS_MAGIC, "sysfs"},          {CGROUP_SUPER_MAGIC, "cgroup"},
-    {CGROUP2_SUPER_MAGIC, "cgroup2"}, {DEBUGFS_MAGIC, "debugfs"},      {TRACEFS_MAGIC, "tracefs"},
-    {SECURITYFS_MAGIC, "securityfs"}, {BPF_FS_MAGIC, "bpf"},           {DEVPTS_SUPER_MAGIC, "devpts"},
-    {NSFS_MAGIC, "nsfs"},             {PSTOREFS_MAGIC, "pstore"},      {CONFIGFS_MAGIC, "configfs"},
-    {EFIVARFS_MAGIC, "efivarfs"},     {BINFMTFS_MAGIC, "binfmt_misc"}, {SELINUX_MAGIC, "selinuxfs"},
-    {SMACK_MAGIC, "smackfs"},         {FUSECTL_SUPER_MAGIC, "fusectl"},
+    {PROC_SUPER_MAGIC, "proc"},       {SYSFS_MAGIC, "sysfs"},
+    {CGROUP_SUPER_MAGIC, "cgroup"},   {CGROUP2_SUPER_MAGIC, "cgroup2"},
+    {DEBUGFS_MAGIC, "debugfs"},       {TRACEFS_MAGIC, "tracefs"},
+    {SECURITYFS_MAGIC, "securityfs"}, {BPF_FS_MAGIC, "bpf"},
+    {DEVPTS_SUPER_MAGIC, "devpts"},   {NSFS_MAGIC, "nsfs"},
+    {PSTOREFS_MAGIC, "pstore"},       {CONFIGFS_MAGIC, "configfs"},
+    {EFIVARFS_MAGIC, "efivarfs"},     {BINFMTFS_MAGIC, "binfmt_misc"},
+    {SELINUX_MAGIC, "selinuxfs"},     {SMACK_MAGIC, "smackfs"},
+    {FUSECTL_SUPER_MAGIC, "fusectl"},
 };
 
 /* Names that are credentials wherever they live: a tree holding one hands its keys over. */
 static const char *const credential_names[] = {
-    ".ssh", ".gnupg", ".aws", ".kube", ".docker", ".config", ".azure", ".netrc", ".git-credentials",
-    ".npmrc", ".pypirc", ".password-store",
+    ".ssh",   ".gnupg",           ".aws",   ".kube",   ".docker",         ".config", ".azure",
+    ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".password-store",
 };
 
 /* Device nodes a bind may bring in (Docker's and runc's default set). */
@@ -111,9 +114,13 @@ static const struct {
     {"/var/lib/containers", TREE_EXACT},
 };
 
-static bool same(struct ident a, const struct stat *st) { return a.dev == st->st_dev && a.ino == st->st_ino; }
+static bool same(struct ident a, const struct stat *st) {
+  return a.dev == st->st_dev && a.ino == st->st_ino;
+}
 
-static bool same_ident(struct ident a, struct ident b) { return a.dev == b.dev && a.ino == b.ino; }
+static bool same_ident(struct ident a, struct ident b) {
+  return a.dev == b.dev && a.ino == b.ino;
+}
 
 /* The directories above `path` up to "/", by identity (path itself excluded): one stat of
  * "path/..", "path/../.." … each (the kernel resolves ".." as a walk up would). */
@@ -249,10 +256,11 @@ static int check_whole_block_fs(int fd, const struct stat *st, const char *what,
     return 0;
   if (major(st->st_dev) == 0 && strncmp(source, "/dev/", 5) != 0)
     return 0; /* tmpfs, overlay, nfs…: not a disk of this host */
-  return cm_error_set(err, 0,
-                      "%s is the whole filesystem of block device %s: a hardened container gets no disk's entire "
-                      "contents (fix: bind a directory inside it)",
-                      what, source);
+  return cm_error_set(
+      err, 0,
+      "%s is the whole filesystem of block device %s: a hardened container gets no disk's entire "
+      "contents (fix: bind a directory inside it)",
+      what, source);
 }
 
 /* The parent directory of a non-directory fd, found by its current name and checked to still hold
@@ -296,12 +304,12 @@ static const char *credential_entry(int dir_fd, struct ident child) {
 
 /* One directory above the source: holding the way down under a credential name, or a sensitive
  * tree (unless a per-container area lies between: *below_exact). */
-static int check_step(const struct mount_source_rules *r, int dir_fd, const struct stat *dst, struct ident child,
-                      bool *below_exact, const char *what, struct cm_error **err) {
+static int check_step(const struct mount_source_rules *r, int dir_fd, const struct stat *dst,
+                      struct ident child, bool *below_exact, const char *what, struct cm_error **err) {
   const char *name = credential_entry(dir_fd, child);
   if (name)
-    return cm_error_set(err, 0, "%s is inside a credentials directory (%s) (fix: bind a directory without keys)",
-                        what, name);
+    return cm_error_set(
+        err, 0, "%s is inside a credentials directory (%s) (fix: bind a directory without keys)", what, name);
   for (size_t i = 0; i < r->n; i++) {
     if (!same(r->trees[i].id, dst))
       continue;
@@ -316,16 +324,18 @@ static int check_step(const struct mount_source_rules *r, int dir_fd, const stru
 
 /* By identity: is the source a sensitive tree, inside one (or a credentials directory), or does
  * it contain one? dir_fd is the source itself when it is a directory, else its parent. */
-static int check_identity(const struct mount_source_rules *r, int dir_fd, const struct stat *self, const char *what,
-                          struct cm_error **err) {
+static int check_identity(const struct mount_source_rules *r, int dir_fd, const struct stat *self,
+                          const char *what, struct cm_error **err) {
   struct ident me = {self->st_dev, self->st_ino};
   for (size_t i = 0; i < r->n; i++) {
     const struct tree *t = &r->trees[i];
     if (same_ident(t->id, me)) {
       if (strcmp(t->path, "/") == 0)
-        return cm_error_set(err, 0, "%s is the host's whole filesystem (/) (fix: bind a directory of your own)", what);
+        return cm_error_set(
+            err, 0, "%s is the host's whole filesystem (/) (fix: bind a directory of your own)", what);
       if (t->kind == TREE_EXACT)
-        return cm_error_set(err, 0, "%s is the host's %s as a whole (fix: bind a directory of your own inside it)",
+        return cm_error_set(err, 0,
+                            "%s is the host's %s as a whole (fix: bind a directory of your own inside it)",
                             what, t->path);
       return cm_error_set(err, 0, "%s is the host's %s (fix: bind a directory of your own)", what, t->path);
     }
@@ -370,18 +380,19 @@ int mount_source_check(const struct mount_source_rules *r, int fd, const char *w
     return cm_error_set(err, errno, "stat %s", what);
   /* read-only does not stop connect(2): a host socket is the host service itself. */
   if (S_ISSOCK(st.st_mode))
-    return cm_error_set(err, 0, "%s is a socket: a host service a hardened container may not reach (fix: remove it)",
-                        what);
+    return cm_error_set(
+        err, 0, "%s is a socket: a host service a hardened container may not reach (fix: remove it)", what);
   if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
     for (size_t i = 0; S_ISCHR(st.st_mode) && i < sizeof(allowed_devices) / sizeof(allowed_devices[0]); i++)
       if (major(st.st_rdev) == allowed_devices[i][0] && minor(st.st_rdev) == allowed_devices[i][1]) {
         kind->is_device = true;
         return 0;
       }
-    return cm_error_set(err, 0,
-                        "%s is %s device %u:%u, outside the devices a hardened container may have (null, zero, "
-                        "full, random, urandom, tty) (fix: remove it)",
-                        what, S_ISBLK(st.st_mode) ? "block" : "character", major(st.st_rdev), minor(st.st_rdev));
+    return cm_error_set(
+        err, 0,
+        "%s is %s device %u:%u, outside the devices a hardened container may have (null, zero, "
+        "full, random, urandom, tty) (fix: remove it)",
+        what, S_ISBLK(st.st_mode) ? "block" : "character", major(st.st_rdev), minor(st.st_rdev));
   }
   struct statfs sfs;
   if (fstatfs(fd, &sfs) < 0)
@@ -395,7 +406,8 @@ int mount_source_check(const struct mount_source_rules *r, int fd, const char *w
   kind->is_dir = S_ISDIR(st.st_mode);
   if (kind->is_dir && !is_rootfs && check_whole_block_fs(fd, &st, what, err) < 0)
     return -1;
-  cleanup_close int dir_fd = kind->is_dir ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : open_parent_of_file(fd, &st, what, err);
+  cleanup_close int dir_fd =
+      kind->is_dir ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : open_parent_of_file(fd, &st, what, err);
   if (dir_fd < 0)
     return -1;
   return check_identity(r, dir_fd, &st, what, err);
@@ -415,8 +427,9 @@ struct walk {
 
 static int walk_dir(struct walk *w, int fd, size_t path_len, int depth, struct cm_error **err) {
   if (depth > TREE_MAX_DEPTH)
-    return cm_error_set(err, 0, "%s is nested too deep to check (more than %d levels at %s) (fix: bind a smaller tree)",
-                        w->what, TREE_MAX_DEPTH, w->path[0] ? w->path : "/");
+    return cm_error_set(
+        err, 0, "%s is nested too deep to check (more than %d levels at %s) (fix: bind a smaller tree)",
+        w->what, TREE_MAX_DEPTH, w->path[0] ? w->path : "/");
   enum { BUF = 16384 };
   cleanup_free char *buf = malloc(BUF);
   if (buf == NULL)
@@ -434,10 +447,11 @@ static int walk_dir(struct walk *w, int fd, size_t path_len, int depth, struct c
       if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
         continue;
       if (++w->entries > TREE_MAX_ENTRIES)
-        return cm_error_set(err, 0,
-                            "%s has more than %ld entries, too many to check for sockets and credentials (fix: "
-                            "bind a smaller tree)",
-                            w->what, TREE_MAX_ENTRIES);
+        return cm_error_set(
+            err, 0,
+            "%s has more than %ld entries, too many to check for sockets and credentials (fix: "
+            "bind a smaller tree)",
+            w->what, TREE_MAX_ENTRIES);
       int len = snprintf(w->path + path_len, sizeof(w->path) - path_len, "/%s", name);
       if (len < 0 || (size_t)len >= sizeof(w->path) - path_len)
         return cm_error_set(err, ENAMETOOLONG, "%s: path too long to check", w->what);
@@ -471,7 +485,8 @@ static int walk_dir(struct walk *w, int fd, size_t path_len, int depth, struct c
   }
 }
 
-int mount_source_check_tree(const struct mount_source_rules *r, int dir_fd, const char *what, struct cm_error **err) {
+int mount_source_check_tree(const struct mount_source_rules *r, int dir_fd, const char *what,
+                            struct cm_error **err) {
   cleanup_close int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return cm_error_set(err, errno, "%s: open", what);

@@ -41,6 +41,7 @@ int mount_source_check(const struct mount_source_rules *r, int fd, const char *w
 /* Walk the directory tree at dir_fd (a non-recursive clone of the source: exactly what the
  * container will see) and refuse it if it holds a socket anywhere (a host service the container
  * could connect(2) to: read-only does not stop that) or a credentials file or directory. */
-int mount_source_check_tree(const struct mount_source_rules *r, int dir_fd, const char *what, struct cm_error **err);
+int mount_source_check_tree(const struct mount_source_rules *r, int dir_fd, const char *what,
+                            struct cm_error **err);
 
 #endif

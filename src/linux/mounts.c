@@ -384,7 +384,8 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
         return -1;
       has_lower |= strcmp(opt, "lowerdir+") == 0;
     } else {
-      int r = value ? fsconfig(fs_fd, FSCONFIG_SET_STRING, opt, value, 0) : fsconfig(fs_fd, FSCONFIG_SET_FLAG, opt, NULL, 0);
+      int r = value ? fsconfig(fs_fd, FSCONFIG_SET_STRING, opt, value, 0)
+                    : fsconfig(fs_fd, FSCONFIG_SET_FLAG, opt, NULL, 0);
       if (r < 0) {
         int saved = errno;
         char why[280];
@@ -492,7 +493,8 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   return 0;
 }
 
-int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules, struct cm_error **err) {
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+                 struct cm_error **err) {
   int rc = 0;
   for (size_t i = 0; i < s->n_mounts && rc == 0; i++) {
     const struct spec_mount *m = &s->mounts[i];
@@ -500,8 +502,8 @@ int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_ru
              m->type ? m->type : "bind");
     if (apply_one(s, m, root_fd, rules, err) < 0)
       rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type %s)",
-                           m->source ? m->source : (m->type ? m->type : ""), m->destination ? m->destination : "",
-                           i, m->type ? m->type : "bind");
+                           m->source ? m->source : (m->type ? m->type : ""),
+                           m->destination ? m->destination : "", i, m->type ? m->type : "bind");
   }
   return rc;
 }

@@ -69,12 +69,15 @@ static int make_parent_mount_private(const char *rootfs, struct cm_error **err) 
   return 0;
 }
 
-static void rules_freep(struct mount_source_rules **r) { mount_source_rules_free(*r); }
+static void rules_freep(struct mount_source_rules **r) {
+  mount_source_rules_free(*r);
+}
 
 /* Hardened: the root is judged on its fd like a bind source, and that fd is what gets bound onto
  * itself, without the host mounts below it (one of them could be a procfs or a disk). Returns
  * the new mount's fd. */
-static int bind_root_checked(const struct mount_source_rules *rules, const char *rootfs, struct cm_error **err) {
+static int bind_root_checked(const struct mount_source_rules *rules, const char *rootfs,
+                             struct cm_error **err) {
   cleanup_close int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
@@ -163,7 +166,8 @@ static int detach_host_proc_and_sys(const char *rootfs, struct cm_error **err) {
   while (getline(&line, &cap, f) > 0) {
     char root[PATH_MAX], point[PATH_MAX], fstype[64];
     const char *sep = strstr(line, " - ");
-    if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2 || sscanf(sep + 3, "%63s", fstype) != 1)
+    if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2 ||
+        sscanf(sep + 3, "%63s", fstype) != 1)
       continue;
     if (strcmp(root, "/") != 0 || (strcmp(fstype, "proc") != 0 && strcmp(fstype, "sysfs") != 0))
       continue;
@@ -187,7 +191,8 @@ static int detach_host_proc_and_sys(const char *rootfs, struct cm_error **err) {
     }
     if (umount2(p, MNT_DETACH) == 0)
       continue;
-    if ((errno == EINVAL || errno == EPERM) && mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0k,mode=0") < 0)
+    if ((errno == EINVAL || errno == EPERM) &&
+        mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0k,mode=0") < 0)
       rc = cm_error_set(err, errno, "--no-pivot: cover host mount %s", p);
   }
   for (size_t i = 0; i < n; i++)

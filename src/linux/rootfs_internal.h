@@ -41,7 +41,8 @@ const struct spec_mount *rootfs_dev_mount(const struct spec *s);
 struct mount_source_rules;
 /* Every entry of s->mounts, in order, inside the rootfs at root_fd. With `rules` (a hardened
  * container, linux/mount_source.h) every bind source and overlay layer is judged on its fd. */
-int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules, struct cm_error **err);
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+                 struct cm_error **err);
 /* A "cgroup"/"cgroup2" entry: see mount_cgroup.c. */
 int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd, struct cm_error **err);
 

@@ -24,28 +24,17 @@ static const char *const sensitive_trees[] = {
  * scratch space; every host process shares the tree itself (its sockets, its shm segments). Below
  * one, the sensitive tree holding it no longer applies (/dev/shm/x is not /dev). */
 static const char *const sensitive_roots[] = {
-    "/var/lib/docker", "/var/lib/containerd", "/var/lib/kubelet", "/var/lib/containers",
-    "/tmp",            "/var/tmp",            "/dev/shm",         "/run/containerd",
+    "/var/lib/docker", "/var/lib/containerd", "/var/lib/kubelet", "/var/lib/containers", "/tmp", "/var/tmp",
+    "/dev/shm",        "/run/containerd",
 };
 /* Path components that are credentials wherever they live. */
 static const char *const sensitive_names[] = {
-    ".ssh",
-    ".aws",
-    ".kube",
-    ".docker",
-    ".gnupg",
-    ".config",
-    ".azure",
-    ".netrc",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".password-store",
-    "gcloud",
-    "docker.sock",
-    "containerd.sock",
-    "podman.sock",
-    "crio.sock",
+    ".ssh",        ".aws",        ".kube",
+    ".docker",     ".gnupg",      ".config",
+    ".azure",      ".netrc",      ".git-credentials",
+    ".npmrc",      ".pypirc",     ".password-store",
+    "gcloud",      "docker.sock", "containerd.sock",
+    "podman.sock", "crio.sock",
 };
 
 static bool is_under(const char *path, const char *tree) {
@@ -89,7 +78,9 @@ int policy_check_bind_source(const char *source, const char *bundle, struct cm_e
   bool below_root = false;
   for (size_t i = 0; i < sizeof(sensitive_roots) / sizeof(sensitive_roots[0]); i++) {
     if (is_under(sensitive_roots[i], path))
-      return refuse(source, path, "a host tree shared by every container or process; bind a directory of your own inside it", err);
+      return refuse(
+          source, path,
+          "a host tree shared by every container or process; bind a directory of your own inside it", err);
     below_root |= is_under(path, sensitive_roots[i]);
   }
   for (size_t i = 0; i < sizeof(sensitive_trees) / sizeof(sensitive_trees[0]); i++) {

@@ -47,7 +47,8 @@ static bool remove_options(struct spec_mount *m, const char *const *names) {
     bool hit = false;
     for (const char *const *n = names; *n && !hit; n++) {
       size_t len = strlen(*n);
-      hit = (*n)[len - 1] == '=' ? strncmp(m->options.items[i], *n, len) == 0 : strcmp(m->options.items[i], *n) == 0;
+      hit = (*n)[len - 1] == '=' ? strncmp(m->options.items[i], *n, len) == 0
+                                 : strcmp(m->options.items[i], *n) == 0;
     }
     if (hit) {
       free(m->options.items[i]);
@@ -75,15 +76,16 @@ static bool is_bind(const struct spec_mount *m) {
   return (m->type && strcmp(m->type, "bind") == 0) || (m->flags & MS_BIND);
 }
 
-static int refuse(size_t i, const struct spec_mount *m, const char *type, struct cm_error **err, const char *fmt,
-                  const char *detail) {
+static int refuse(size_t i, const struct spec_mount *m, const char *type, struct cm_error **err,
+                  const char *fmt, const char *detail) {
   char why[512];
   snprintf(why, sizeof(why), fmt, detail);
   return cm_error_set(err, EPERM, "mounts[%zu] (%s, type %s): %s", i, m->destination, type, why);
 }
 
 /* Each layer of an overlay is a host tree the container gets: checked like a bind source. */
-static int check_overlay_layers(size_t i, const struct spec_mount *m, const char *bundle, struct cm_error **err) {
+static int check_overlay_layers(size_t i, const struct spec_mount *m, const char *bundle,
+                                struct cm_error **err) {
   bool has_lower = false;
   for (size_t k = 0; k < m->options.count; k++) {
     const char *opt = m->options.items[k];
@@ -95,8 +97,8 @@ static int check_overlay_layers(size_t i, const struct spec_mount *m, const char
     if (klen < (int)sizeof(key))
       memcpy(key, opt, (size_t)klen), key[klen] = '\0';
     bool list = strcmp(key, "lowerdir") == 0;
-    if (!list && strcmp(key, "lowerdir+") != 0 && strcmp(key, "datadir+") != 0 && strcmp(key, "upperdir") != 0 &&
-        strcmp(key, "workdir") != 0)
+    if (!list && strcmp(key, "lowerdir+") != 0 && strcmp(key, "datadir+") != 0 &&
+        strcmp(key, "upperdir") != 0 && strcmp(key, "workdir") != 0)
       continue;
     has_lower |= list || strcmp(key, "lowerdir+") == 0;
     char layer[4096];
@@ -121,8 +123,8 @@ static int check_overlay_layers(size_t i, const struct spec_mount *m, const char
 }
 
 /* Tighten mounts[i] in place, or refuse it. *changed: its options were rewritten. */
-static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, bool *changed, struct policy_report *r,
-                       struct cm_error **err) {
+static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, bool *changed,
+                       struct policy_report *r, struct cm_error **err) {
   const char *type = m->type && *m->type ? m->type : "bind";
   if (is_bind(m)) {
     if (policy_check_bind_source(m->source, bundle, err) < 0)
@@ -135,12 +137,13 @@ static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, bool 
       remove_options(m, (const char *const[]){"rbind", NULL});
       option_append(m, "bind");
       *changed = true;
-      policy_report_add(r, "mounts[%zu] %s: rbind -> bind (the source's submounts stay out)", i, m->destination);
+      policy_report_add(r, "mounts[%zu] %s: rbind -> bind (the source's submounts stay out)", i,
+                        m->destination);
     }
     /* Shared or slave: a mount the host makes later under the source would appear inside. */
     if (m->propagation && (m->propagation & ~MS_REC) != MS_PRIVATE) {
-      remove_options(m, (const char *const[]){"shared", "rshared", "slave", "rslave", "unbindable", "runbindable",
-                                              "private", "rprivate", NULL});
+      remove_options(m, (const char *const[]){"shared", "rshared", "slave", "rslave", "unbindable",
+                                              "runbindable", "private", "rprivate", NULL});
       option_append(m, "rprivate");
       *changed = true;
     }
@@ -168,8 +171,9 @@ static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, bool 
   }
   if (strcmp(type, "sysfs") == 0) {
     if (strcmp(m->destination, "/sys") != 0)
-      return refuse(i, m, type, err, "%s",
-                    "a sysfs is allowed only at /sys, read-only (fix: remove this mount or mount it at /sys)");
+      return refuse(
+          i, m, type, err, "%s",
+          "a sysfs is allowed only at /sys, read-only (fix: remove this mount or mount it at /sys)");
     *changed |= force_option(m, "ro", "rw");
     return 0;
   }
@@ -211,14 +215,16 @@ static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, bool 
   const char *what = m->source && strncmp(m->source, "/dev/", 5) == 0
                          ? "the filesystem of a block device, i.e. the disk itself"
                          : "a filesystem type a hardened container may not mount";
-  return refuse(i, m, type, err,
-                "%s: only bind, tmpfs, overlay, proc (at /proc), sysfs (at /sys, read-only), devpts (at /dev/pts), "
-                "mqueue and cgroup/cgroup2 (read-only) mounts are allowed (fix: remove it, or bind a directory "
-                "instead)",
-                what);
+  return refuse(
+      i, m, type, err,
+      "%s: only bind, tmpfs, overlay, proc (at /proc), sysfs (at /sys, read-only), devpts (at /dev/pts), "
+      "mqueue and cgroup/cgroup2 (read-only) mounts are allowed (fix: remove it, or bind a directory "
+      "instead)",
+      what);
 }
 
-int policy_mcp_tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r, struct cm_error **err) {
+int policy_mcp_tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r,
+                              struct cm_error **err) {
   for (size_t i = 0; i < s->n_mounts; i++) {
     struct spec_mount *m = &s->mounts[i];
     bool changed = false;

@@ -328,36 +328,42 @@ static void drop_unified(struct spec_resources *res, struct policy_report *r) {
 int policy_mcp_tighten_update(struct spec_resources *res, struct policy_report *r, struct cm_error **err) {
   /* Raw files and device rules have no clamp: refused, with the field that can do the job. */
   if (res->unified.count)
-    return cm_error_set(err, EPERM,
-                        "unified.\"%s\": raw cgroup files cannot be set on a hardened container (fix: use the "
-                        "memory, cpu and pids fields)",
-                        res->unified.items[0].key);
+    return cm_error_set(
+        err, EPERM,
+        "unified.\"%s\": raw cgroup files cannot be set on a hardened container (fix: use the "
+        "memory, cpu and pids fields)",
+        res->unified.items[0].key);
   if (res->n_devices)
-    return cm_error_set(err, EPERM,
-                        "devices: the device rules of a hardened container were fixed at create and cannot change");
+    return cm_error_set(
+        err, EPERM,
+        "devices: the device rules of a hardened container were fixed at create and cannot change");
   struct spec_memory *m = &res->memory;
   if (m->limit.set) {
     if (m->limit.value <= 0 || m->limit.value > MCP_MEMORY_LIMIT) {
-      policy_report_add(r, "memory.limit: %" PRId64 " -> %lld (the profile's most)", m->limit.value, MCP_MEMORY_LIMIT);
+      policy_report_add(r, "memory.limit: %" PRId64 " -> %lld (the profile's most)", m->limit.value,
+                        MCP_MEMORY_LIMIT);
       m->limit.value = MCP_MEMORY_LIMIT;
     }
     /* memory+swap equal to the limit: no swap, as at create. */
     if (!m->swap.set || m->swap.value != m->limit.value) {
       if (m->swap.set)
-        policy_report_add(r, "memory.swap: %" PRId64 " -> %" PRId64 " (no swap)", m->swap.value, m->limit.value);
+        policy_report_add(r, "memory.swap: %" PRId64 " -> %" PRId64 " (no swap)", m->swap.value,
+                          m->limit.value);
       m->swap = (struct spec_opt_i64){true, m->limit.value};
     }
   } else if (m->swap.set) {
-    return cm_error_set(err, EPERM,
-                        "memory.swap: a hardened container has no swap (memory+swap follows memory.limit) (fix: "
-                        "give the memory limit instead)");
+    return cm_error_set(
+        err, EPERM,
+        "memory.swap: a hardened container has no swap (memory+swap follows memory.limit) (fix: "
+        "give the memory limit instead)");
   }
   if (m->has_disable_oom_killer && m->disable_oom_killer) {
     m->disable_oom_killer = false;
     policy_report_add(r, "memory.disableOOMKiller: true -> false");
   }
   if (res->has_pids && (res->pids_limit <= 0 || res->pids_limit > MCP_PIDS_LIMIT)) {
-    policy_report_add(r, "pids.limit: %" PRId64 " -> %d (the profile's most)", res->pids_limit, MCP_PIDS_LIMIT);
+    policy_report_add(r, "pids.limit: %" PRId64 " -> %d (the profile's most)", res->pids_limit,
+                      MCP_PIDS_LIMIT);
     res->pids_limit = MCP_PIDS_LIMIT;
   }
   struct spec_cpu *c = &res->cpu;
@@ -366,8 +372,8 @@ int policy_mcp_tighten_update(struct spec_resources *res, struct policy_report *
     uint64_t period = c->period.set && c->period.value ? c->period.value : MCP_CPU_PERIOD;
     int64_t quota = c->quota.set ? c->quota.value : -1;
     if (quota <= 0 || (uint64_t)quota > period) {
-      policy_report_add(r, "cpu: quota %" PRId64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64 " (1 CPU at most)", quota,
-                        period, period, period);
+      policy_report_add(r, "cpu: quota %" PRId64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64 " (1 CPU at most)",
+                        quota, period, period, period);
       quota = (int64_t)period;
     }
     c->present = true;

@@ -21,7 +21,8 @@ int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *
 
 /* The mounts allow-list (mount_policy.c): refuse what is not allowed, tighten the rest, and have
  * the child judge every source on its fd (spec.hardening). */
-int policy_mcp_tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r, struct cm_error **err);
+int policy_mcp_tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r,
+                              struct cm_error **err);
 
 /* Refuse a bind mount whose host source is sensitive (bind_policy.c). `source` as written in
  * the config; `bundle` resolves a relative one. */

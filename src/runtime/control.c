@@ -75,7 +75,8 @@ int runtime_update(const struct runtime_context *ctx, const char *id, struct spe
   if (!is_alive(c.status))
     rc = cm_error_set(err, 0, "container not running");
   else if (recorded && harden == NULL)
-    rc = cm_error_set(err, EPERM, "container \"%s\" runs under profile %s: update refused without it", id, recorded);
+    rc = cm_error_set(err, EPERM, "container \"%s\" runs under profile %s: update refused without it", id,
+                      recorded);
   else if (harden && harden(harden_arg, recorded, r, err) < 0)
     rc = -1;
   else

@@ -9,11 +9,11 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/un.h>
@@ -85,7 +85,8 @@ static void test_pseudo_filesystems_sockets_devices(void **state) {
   static const char *const cgroups[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"};
   for (size_t i = 0; i < sizeof(cgroups) / sizeof(cgroups[0]); i++) {
     struct statfs sfs;
-    if (statfs(cgroups[i], &sfs) == 0 && (sfs.f_type == CGROUP_SUPER_MAGIC || sfs.f_type == CGROUP2_SUPER_MAGIC)) {
+    if (statfs(cgroups[i], &sfs) == 0 &&
+        (sfs.f_type == CGROUP_SUPER_MAGIC || sfs.f_type == CGROUP2_SUPER_MAGIC)) {
       expect_refused(cgroups[i], "cgroup");
       break;
     }

@@ -86,14 +86,15 @@ static bool has_opt(const struct spec_mount *m, const char *o) {
 }
 
 static void test_types_outside_the_allow_list_are_refused(void **state) {
-  static const char *const types[] = {"ext4", "xfs", "tracefs", "debugfs", "securityfs", "bpf",
-                                      "configfs", "devtmpfs", "ramfs", "nfs", "fuse", "9p"};
+  static const char *const types[] = {"ext4",     "xfs",      "tracefs", "debugfs", "securityfs", "bpf",
+                                      "configfs", "devtmpfs", "ramfs",   "nfs",     "fuse",       "9p"};
   for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
     char *mount = NULL, want[64];
     if (asprintf(&mount, "{\"destination\":\"/mnt\",\"type\":\"%s\",\"source\":\"/dev/vda\"}", types[i]) < 0)
       abort();
     snprintf(want, sizeof(want), "(/mnt, type %s)", types[i]);
-    assert_refused(mount, (const char *const[]){"mounts[0]", want, "only bind, tmpfs", "fix:", "block device", NULL});
+    assert_refused(
+        mount, (const char *const[]){"mounts[0]", want, "only bind, tmpfs", "fix:", "block device", NULL});
     free(mount);
   }
 }
@@ -111,13 +112,14 @@ static void test_pseudo_filesystems_only_at_their_place(void **state) {
 
 static void test_kept_mounts_are_tightened(void **state) {
   struct spec *s;
-  assert_null(mcp_error("{\"destination\":\"/dev/pts\",\"type\":\"devpts\",\"source\":\"devpts\",\"options\":[\"max=4096\"]},"
-                        "{\"destination\":\"/sys\",\"type\":\"sysfs\",\"source\":\"sysfs\",\"options\":[\"rw\"]},"
-                        "{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup2\",\"source\":\"cgroup\"},"
-                        "{\"destination\":\"/big\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"size=0\"]},"
-                        "{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/usr/share\","
-                        "\"options\":[\"rbind\",\"rshared\",\"suid\",\"dev\"]}",
-                        &s));
+  assert_null(mcp_error(
+      "{\"destination\":\"/dev/pts\",\"type\":\"devpts\",\"source\":\"devpts\",\"options\":[\"max=4096\"]},"
+      "{\"destination\":\"/sys\",\"type\":\"sysfs\",\"source\":\"sysfs\",\"options\":[\"rw\"]},"
+      "{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup2\",\"source\":\"cgroup\"},"
+      "{\"destination\":\"/big\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"size=0\"]},"
+      "{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/usr/share\","
+      "\"options\":[\"rbind\",\"rshared\",\"suid\",\"dev\"]}",
+      &s));
   const struct spec_mount *pts = mount_at(s, "/dev/pts");
   assert_true(has_opt(pts, "max=64"));
   assert_false(has_opt(pts, "max=4096"));
@@ -143,21 +145,29 @@ static void test_kept_mounts_are_tightened(void **state) {
 static void test_bind_and_overlay_sources_by_name(void **state) {
   assert_refused("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/tmp\"}",
                  (const char *const[]){"(/x, type bind)", "/tmp", NULL});
-  assert_refused("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/var/tmp\"}", (const char *const[]){"/var/tmp", NULL});
-  assert_refused("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/run\"}", (const char *const[]){"/run", NULL});
-  assert_refused("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/dev/shm\"}", (const char *const[]){"/dev/shm", NULL});
+  assert_refused("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/var/tmp\"}",
+                 (const char *const[]){"/var/tmp", NULL});
+  assert_refused("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/run\"}",
+                 (const char *const[]){"/run", NULL});
+  assert_refused("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/dev/shm\"}",
+                 (const char *const[]){"/dev/shm", NULL});
   assert_refused("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/srv/.config/gh\"}",
                  (const char *const[]){".config", NULL});
-  assert_refused("{\"destination\":\"/o\",\"type\":\"overlay\",\"source\":\"overlay\",\"options\":[\"lowerdir=/usr/share:/etc\"]}",
-                 (const char *const[]){"(/o, type overlay)", "lowerdir", "/etc", NULL});
-  assert_refused("{\"destination\":\"/o\",\"type\":\"overlay\",\"source\":\"overlay\",\"options\":[\"lowerdir=/usr/share\","
+  assert_refused(
+      "{\"destination\":\"/o\",\"type\":\"overlay\",\"source\":\"overlay\",\"options\":[\"lowerdir=/usr/"
+      "share:/etc\"]}",
+      (const char *const[]){"(/o, type overlay)", "lowerdir", "/etc", NULL});
+  assert_refused("{\"destination\":\"/"
+                 "o\",\"type\":\"overlay\",\"source\":\"overlay\",\"options\":[\"lowerdir=/usr/share\","
                  "\"upperdir=/root/up\",\"workdir=/root/work\"]}",
                  (const char *const[]){"upperdir", "/root", NULL});
   assert_refused("{\"destination\":\"/o\",\"type\":\"overlay\",\"source\":\"overlay\",\"options\":[\"ro\"]}",
                  (const char *const[]){"without lowerdir", NULL});
   /* A subdirectory of a per-container area is fine. */
-  assert_null(mcp_error("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/dev/shm/cm-test-subdir\"}", NULL));
-  assert_null(mcp_error("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/tmp/cm-test-subdir\"}", NULL));
+  assert_null(
+      mcp_error("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/dev/shm/cm-test-subdir\"}", NULL));
+  assert_null(
+      mcp_error("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/tmp/cm-test-subdir\"}", NULL));
 }
 
 /* --- update ----------------------------------------------------------------------------------- */
@@ -203,7 +213,8 @@ static void test_update_clamps_to_the_profile(void **state) {
   assert_int_equal(r.cpu.quota.value, 10000);
   spec_resources_free(&r);
   /* Stricter values are kept. */
-  assert_int_equal(update("mcp", NULL, "{\"memory\":{\"limit\":1048576},\"pids\":{\"limit\":5}}", &r, &msg), 0);
+  assert_int_equal(update("mcp", NULL, "{\"memory\":{\"limit\":1048576},\"pids\":{\"limit\":5}}", &r, &msg),
+                   0);
   assert_int_equal(r.memory.limit.value, 1048576);
   assert_int_equal(r.memory.swap.value, 1048576);
   assert_int_equal(r.pids_limit, 5);
