@@ -34,10 +34,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
 mode=${1:-} file=${2:-}
-[ -n "$mode" ] && [ -n "$file" ] || {
+if [ -z "$mode" ] || [ -z "$file" ]; then
   echo "usage: ${0##*/} record|check FILE [EXTRA-PATH...]" >&2
   exit 2
-}
+fi
 shift 2
 
 watched_binaries() {
