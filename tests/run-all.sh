@@ -8,8 +8,8 @@
 #                  present: TAP on stdout, exit 77 = "cannot run here" (its last stderr line says
 #                  why); stress runs small here (CM_STRESS_N=8 CM_STRESS_R=3; `make stress` is big)
 #   5. leaks       no mount under the run's temp dir, no process carrying the run's token, no
-#                  cgroup named after one of the run's containers (cm-test-<tag>-*): each leak
-#                  is a failure
+#                  cgroup named after one of the run's containers (cm-test-<tag>-*), no loop
+#                  device on an image in the run's temp dir: each leak is a failure
 #   6. host        the host is never touched: the host's /dev nodes, /etc, the runtime binaries,
 #                  busybox and the test tree's fixtures (owner, mode, ctime, content) are the same
 #                  as before the suites (tests/lib/host_sentinel.sh says what may change); each
@@ -182,6 +182,13 @@ check_leaks() {
     found=1
     umount -l "$m" 2>/dev/null
   done < <(awk -v d="$WORK" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+  # Loop devices attached to an image in the run's temp dir (tests attach their own images).
+  while IFS=: read -r d _; do
+    [ -n "$d" ] || continue
+    leak "loop device left attached: $d ($(losetup -n -O BACK-FILE "$d" 2>/dev/null))"
+    found=1
+    losetup -d "$d" 2>/dev/null
+  done < <(losetup -a 2>/dev/null | awk -v w="($WORK/" 'index($0, w) > 0')
   while read -r d; do
     [ -n "$d" ] || continue
     leak "cgroup left behind: $d"

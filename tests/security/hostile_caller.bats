@@ -32,7 +32,6 @@ setup() {
   # Host directories for bind sources: inside the test's own tree.
   HOST=$TEST_DIR/host
   mkdir -p "$HOST"
-  LOOPS=()
 }
 
 teardown() {
@@ -43,7 +42,11 @@ teardown() {
     [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
     docker volume ls -q --filter "name=$CID" 2>/dev/null | xargs -r docker volume rm -f >/dev/null 2>&1 || true
   fi
-  for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null || true; done
+  # Every loop device still attached to this test's image (by its backing file, so one attached
+  # in a subshell is found too).
+  if [ -e "$TEST_DIR/disk.img" ]; then
+    for l in $(losetup -j "$TEST_DIR/disk.img" 2>/dev/null | cut -d: -f1); do losetup -d "$l" 2>/dev/null || true; done
+  fi
   cm_teardown
 }
 
@@ -127,13 +130,11 @@ refused_clearly() {
   [[ $stdout != *OPENED-FOR-WRITE* && $stdout != *CONNECTED* && $stdout != *READ:* && $stdout != *VIEW-OK* ]]
 }
 
-make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device; prints the device
+make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device, in $dev (teardown detaches it)
   truncate -s 32M "$TEST_DIR/disk.img"
   mkfs.ext4 -q -F "$TEST_DIR/disk.img" >/dev/null
-  local dev
-  dev=$(losetup -f --show "$TEST_DIR/disk.img") || return 1
-  LOOPS+=("$dev")
-  echo "$dev"
+  dev=$(losetup -f --show "$TEST_DIR/disk.img")
+  [ -b "$dev" ]
 }
 
 # --- §1: the mounts allow-list --------------------------------------------------------------
@@ -148,7 +149,7 @@ make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device;
 
 @test "hostile caller: filesystem types outside the allow-list (ext4 on a block device, tracefs, debugfs, securityfs, bpf) are refused" {
   local dev t
-  dev=$(make_loop_fs)
+  make_loop_fs
   set_args /bin/hostile "$MARKER" open-write /mnt/x
   for t in ext4 tracefs debugfs securityfs bpf devtmpfs ramfs; do
     cp "$BUNDLE/config.json" "$TEST_DIR/config.orig"
@@ -196,7 +197,7 @@ make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device;
 
 @test "hostile caller: a block device and the whole filesystem on it are refused; a directory inside it is not" {
   local dev
-  dev=$(make_loop_fs)
+  make_loop_fs
   mkdir -p "$HOST/vol"
   # The device node itself.
   cmrun --mount "$dev:/dev/disk" -- /bin/hostile "$MARKER" open-write /dev/disk
@@ -501,7 +502,7 @@ drun_mcp() {
   [[ $stderr == *"proc filesystem"* ]]
   [[ $stdout != *VIEW-OK* ]]
   local dev
-  dev=$(make_loop_fs)
+  make_loop_fs
   dk volume create --driver local --opt type=ext4 --opt device="$dev" "$CID-disk" >/dev/null
   drun_mcp -v "$CID-disk:/disk" cm-busybox sh -c "ls /disk && echo VIEW-OK"
   [ "$status" -ne 0 ]
