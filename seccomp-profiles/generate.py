@@ -8,7 +8,7 @@ One source for the three profiles, so they cannot drift apart:
   mcp.json        strict, stacked on top of whatever filter the caller brings: the default
                   allow list minus the calls an MCP server never needs (MCP_DENIED), only the
                   native 64-bit ABI, socket families UNIX/INET/INET6/NETLINK_ROUTE, no
-                  TIOCSTI/TIOCLINUX, no namespace flags on clone, mknod only for FIFOs.
+                  TIOCSTI/TIOCLINUX/TIOCSETD, no namespace flags on clone, mknod only for FIFOs.
   mcp-audit.json  mcp.json with every mcp-only denial turned into SCMP_ACT_LOG, to learn what a
                   server really calls (the kernel logs each hit to the audit log / dmesg).
 Run it after editing; the generated files are committed and built into codemode.
@@ -16,7 +16,7 @@ Run it after editing; the generated files are committed and built into codemode.
 import json
 import os
 
-EPERM, ENOSYS = 1, 38
+EPERM, ENOTTY, ENOSYS = 1, 25, 38
 
 # The calls every container may make (Docker's default allows them without conditions).
 ALLOWED = """
@@ -183,9 +183,15 @@ def mcp_profile(audit):
     s.append(rule("clone3", action="SCMP_ACT_ERRNO", errnoRet=ENOSYS))
     # ioctl: the command is an unsigned int, but seccomp sees 64 bits: compare the low 32 bits
     # (a caller could set the high ones, the kernel drops them) and refuse high bits outright.
-    for req, name in ((0x5412, "TIOCSTI"), (0x541C, "TIOCLINUX")):
+    # The refusals answer ENOTTY, not EPERM: libseccomp drops a rule whose action equals the
+    # default (ERRNO(EPERM)), and the ALLOW rule below would then let these through too.
+    tty_refuse_extra = {} if audit else {"errnoRet": ENOTTY}
+    for req, name, why in ((0x5412, "TIOCSTI", "would inject keystrokes into the caller's terminal"),
+                           (0x541C, "TIOCLINUX", "would inject keystrokes into the caller's terminal"),
+                           (0x5423, "TIOCSETD", "would change the line discipline of the caller's terminal "
+                                                "(line disciplines such as n_gsm are kernel attack surface)")):
         s.append(rule("ioctl", refuse, args=[arg(1, "SCMP_CMP_MASKED_EQ", 0xFFFFFFFF, req)],
-                      comment=f"{name}: would inject keystrokes into the caller's terminal", **refuse_extra))
+                      comment=f"{name}: {why}", **tty_refuse_extra))
     s.append(rule("ioctl", args=[arg(1, "SCMP_CMP_MASKED_EQ", 0xFFFFFFFF00000000, 0)]))
     # socket families: UNIX, INET, INET6 and NETLINK_ROUTE only (no packet/raw-link, vsock, alg, …).
     for fam in (1, 2, 10):

@@ -8,8 +8,12 @@
 #                  present: TAP on stdout, exit 77 = "cannot run here" (its last stderr line says
 #                  why); stress runs small here (CM_STRESS_N=8 CM_STRESS_R=3; `make stress` is big)
 #   5. leaks       no mount under the run's temp dir, no process carrying the run's token, no
-#                  cgroup named after one of the run's containers (cm-test-<tag>-*): each leak
-#                  is a failure
+#                  cgroup named after one of the run's containers (cm-test-<tag>-*), no loop
+#                  device on an image in the run's temp dir: each leak is a failure
+#   6. host        the host is never touched: the host's /dev nodes, /etc, the runtime binaries,
+#                  busybox and the test tree's fixtures (owner, mode, ctime, content) are the same
+#                  as before the suites (tests/lib/host_sentinel.sh says what may change); each
+#                  changed file is a failure, named. CM_HOST_SENTINEL=off skips it outside CI
 #
 # Ends with exactly one line `N passed, N failed, N skipped` and exits 1 if anything failed.
 # Under CI=true a suite that cannot run counts as failed.
@@ -178,6 +182,13 @@ check_leaks() {
     found=1
     umount -l "$m" 2>/dev/null
   done < <(awk -v d="$WORK" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+  # Loop devices attached to an image in the run's temp dir (tests attach their own images).
+  while IFS=: read -r d _; do
+    [ -n "$d" ] || continue
+    leak "loop device left attached: $d ($(losetup -n -O BACK-FILE "$d" 2>/dev/null))"
+    found=1
+    losetup -d "$d" 2>/dev/null
+  done < <(losetup -a 2>/dev/null | awk -v w="($WORK/" 'index($0, w) > 0')
   while read -r d; do
     [ -n "$d" ] || continue
     leak "cgroup left behind: $d"
@@ -197,9 +208,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# --- the host sentinel -------------------------------------------------------------------------
+sentinel_on() { [ "${CI:-}" = true ] || [ "${CM_HOST_SENTINEL:-on}" != off ]; }
+
+check_host() {
+  local line n=0
+  echo "#"
+  echo "# === host sentinel ==="
+  while IFS= read -r line; do
+    SUITE_FAILED=$((SUITE_FAILED + 1))
+    suite_note "FAILED ($line)"
+    n=$((n + 1))
+  done < <("$here/lib/host_sentinel.sh" check "$WORK/host.sentinel" 2>&1)
+  [ "$n" -eq 0 ] && echo "# the host's /dev, /etc, runtime binaries, busybox and fixtures are as they were"
+}
+
 # --- main -------------------------------------------------------------------------------------
 echo "# codemode test run: CODEMODE=$CODEMODE CI=${CI:-} token=$CM_TEST_TOKEN"
 build_helpers
+if sentinel_on; then
+  "$here/lib/host_sentinel.sh" record "$WORK/host.sentinel" || suite_note "FAILED: host sentinel could not record"
+fi
 if want unit; then
   echo "#"
   echo "# === unit ==="
@@ -215,5 +244,6 @@ for s in $suites; do
   case $s in unit | integration | security) ;; *) run_extra_suite "$s" ;; esac
 done
 check_leaks
+sentinel_on && check_host
 suite_summary
 [ "$SUITE_FAILED" -eq 0 ]

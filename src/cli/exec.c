@@ -47,12 +47,18 @@ static void push(struct growing *g, char *s) {
   g->items[g->count++] = s;
 }
 
+/* Digits only (strtoull alone would take " 12", "+12" and "-1" as 2^64-1), and a real id:
+ * 4294967295 is (uid_t)-1, which setresuid reads as "unchanged", so the process would stay root
+ * (crun CVE-2026-30892 class: `exec -u` parsing yielding the wrong user). */
 static int parse_u32(const char *flag, const char *s, uint32_t *out) {
+  bool digits = *s != '\0';
+  for (const char *p = s; *p; p++)
+    digits &= *p >= '0' && *p <= '9';
   char *end;
   errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*s == '\0' || *s == '-' || *end != '\0' || errno || v > UINT32_MAX)
-    return cli_usage_error("exec", "%s: \"%s\" is not a number", flag, s), -1;
+  unsigned long long v = digits ? strtoull(s, &end, 10) : 0;
+  if (!digits || errno || v >= UINT32_MAX)
+    return cli_usage_error("exec", "%s: \"%s\" is not a uid or gid (a number below 4294967295)", flag, s), -1;
   *out = (uint32_t)v;
   return 0;
 }

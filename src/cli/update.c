@@ -9,6 +9,21 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "policy/profile.h"
+#include "util/log.h"
+
+/* The policy/ side of update's hook: the recorded profile (or a stricter --profile) clamps the new
+ * limits, and says what it changed. */
+static int update_harden(void *arg, const char *recorded, struct spec_resources *r, struct cm_error **err) {
+  const char *requested = arg;
+  struct policy_report report;
+  if (policy_apply_update(requested, recorded, r, &report, err) < 0)
+    return -1;
+  for (size_t i = 0; i < report.count; i++)
+    cm_warn("update: clamped to the profile: %s", report.lines[i]);
+  policy_report_free(&report);
+  return 0;
+}
 
 static const char help[] =
     "usage: codemode update [options] ID\n"
@@ -256,7 +271,8 @@ int cmd_update(struct cli_globals *g, int argc, char **argv) {
     goto out;
   }
   free(json);
-  rc = runtime_update(&g->ctx, argv[optind], &r, &err) < 0 ? cli_fail(err) : 0;
+  rc = runtime_update(&g->ctx, argv[optind], &r, update_harden, (void *)g->profile, &err) < 0 ? cli_fail(err)
+                                                                                              : 0;
   spec_resources_free(&r);
 out:
   free(j.memory);

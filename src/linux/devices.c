@@ -97,7 +97,9 @@ static int bind_host_device(int parent_fd, const char *name, const struct device
   cleanup_close int target_fd = openat(parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (target_fd < 0)
     return cm_error_set(err, errno, "open %s", d->path);
-  cleanup_close int mnt_fd = mount_clone_tree(host_fd, false, 0, 0, err);
+  /* Read-only: the device still reads and writes, but its owner, mode and times (the host's
+   * node's) cannot be changed through the container's path. */
+  cleanup_close int mnt_fd = mount_clone_tree(host_fd, false, MS_RDONLY | MS_NOSUID | MS_NOEXEC, 0, err);
   if (mnt_fd < 0 || mount_attach(mnt_fd, target_fd, err) < 0)
     return cm_error_prefix(err, "bind %s", d->path);
   return 0;

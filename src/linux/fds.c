@@ -8,7 +8,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "linux/security_attrs.h"
@@ -77,5 +79,37 @@ int fds_verify_cwd_inside_root(struct cm_error **err) {
     return cm_error_set(err, errno, "current working directory is outside the container root");
   if (cwd[0] != '/' || strncmp(cwd, "(unreachable)", strlen("(unreachable)")) == 0)
     return cm_error_set(err, 0, "current working directory %s is outside the container root", cwd);
+  return 0;
+}
+
+/* A host /dev/null (zero, full, random, urandom) handed to us as stdin, stdout or stderr — a
+ * caller's `</dev/null`, a test suite's — is the host's node: a container root owns it (no user
+ * namespace) and could chmod it, and with CAP_CHOWN chown it, for the whole machine. Give the
+ * process the container's own node of the same device instead, opened the same way: the bytes
+ * are the same, the inode is not the host's. */
+int fds_localize_stdio_devices(struct cm_error **err) {
+  static const char *const names[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
+  static const unsigned minors[] = {3, 5, 7, 8, 9};
+  for (int fd = 0; fd <= 2; fd++) {
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != 1)
+      continue;
+    for (size_t i = 0; i < sizeof(minors) / sizeof(minors[0]); i++) {
+      if (minor(st.st_rdev) != minors[i])
+        continue;
+      int fl = fcntl(fd, F_GETFL);
+      /* The container's node, never through a symlink; a container without one keeps the fd. */
+      cleanup_close int own =
+          open(names[i], (fl & (O_ACCMODE | O_APPEND)) | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+      struct stat ost;
+      if (fl < 0 || own < 0 || fstat(own, &ost) < 0 || !S_ISCHR(ost.st_mode) || ost.st_rdev != st.st_rdev)
+        break;
+      if (ost.st_dev == st.st_dev && ost.st_ino == st.st_ino)
+        break; /* already the container's */
+      if (dup2(own, fd) < 0)
+        return cm_error_set(err, errno, "replace the host's %s on fd %d", names[i], fd);
+      break;
+    }
+  }
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "linux/mount_source.h"
 #include "linux/rootfs_internal.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -291,7 +292,127 @@ static const char *label_for(const struct spec *s, const char *type) {
   return NULL;
 }
 
-static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd, struct cm_error **err) {
+/* One overlay layer path out of a lowerdir list or an upperdir/workdir value: backslash escapes
+ * (\: \, \\) undone, the rest up to `stop` (':' in a lowerdir list, '\0' otherwise). Returns the
+ * position after it. */
+static const char *next_layer(const char *p, char stop, char *out, size_t size) {
+  size_t n = 0;
+  for (; *p && *p != stop; p++) {
+    if (*p == '\\' && p[1])
+      p++;
+    if (n + 1 < size)
+      out[n++] = *p;
+  }
+  out[n] = '\0';
+  return p;
+}
+
+/* Open one layer, judge it (its fd, then a non-recursive clone of it: overlay does not cross
+ * mounts inside a layer either), and hand that same fd to the overlay. */
+static int overlay_layer(const struct mount_source_rules *rules, int fs_fd, const char *key, const char *path,
+                         struct cm_error **err) {
+  char what[4200];
+  snprintf(what, sizeof(what), "overlay %s \"%s\"", key, path);
+  cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return cm_error_set(err, errno, "open %s", what);
+  struct mount_source_kind kind;
+  if (mount_source_check(rules, fd, what, false, &kind, err) < 0)
+    return -1;
+  cleanup_close int clone = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (clone < 0)
+    return cm_error_set(err, errno, "clone %s", what);
+  if (mount_source_check_tree(rules, clone, what, err) < 0)
+    return -1;
+  /* By fd: the overlay gets the directory judged above, not a path looked up again (Linux 6.13). */
+  if (fsconfig(fs_fd, FSCONFIG_SET_FD, key, NULL, fd) < 0) {
+    int saved = errno;
+    char why[280];
+    append_kernel_message(fs_fd, why, sizeof(why));
+    return cm_error_set(err, saved, "%s: pass the layer by fd%s (needs Linux 6.13 or later)", what, why);
+  }
+  return 0;
+}
+
+/* A hardened overlay: every lowerdir, upperdir and workdir is a host tree the container gets, so
+ * each is judged like a bind source and given to the kernel as the fd that was judged. */
+static int mount_overlay_checked(const struct mount_source_rules *rules, const struct spec_mount *m,
+                                 unsigned long flags, struct cm_error **err) {
+  cleanup_close int fs_fd = fsopen("overlay", FSOPEN_CLOEXEC);
+  if (fs_fd < 0)
+    return cm_error_set(err, errno, "fsopen overlay");
+  if (m->source && *m->source && fsconfig(fs_fd, FSCONFIG_SET_STRING, "source", m->source, 0) < 0)
+    return cm_error_set(err, errno, "overlay source \"%s\"", m->source);
+  cleanup_free char *copy = strdup(m->data ? m->data : "");
+  if (copy == NULL)
+    return cm_error_set(err, ENOMEM, "overlay options");
+  bool has_lower = false;
+  char layer[4096];
+  /* Options are split at commas not escaped by a backslash. */
+  for (char *opt = copy; opt && *opt;) {
+    char *end = opt;
+    while (*end && *end != ',') {
+      if (*end == '\\' && end[1])
+        end++;
+      end++;
+    }
+    char *next = *end ? end + 1 : NULL;
+    *end = '\0';
+    char *eq = strchr(opt, '=');
+    if (eq)
+      *eq = '\0';
+    const char *value = eq ? eq + 1 : NULL;
+    if (value && strcmp(opt, "lowerdir") == 0) {
+      /* "a:b::c": after "::" come data-only layers. */
+      const char *key = "lowerdir+";
+      for (const char *p = value; *p;) {
+        p = next_layer(p, ':', layer, sizeof(layer));
+        if (layer[0] && overlay_layer(rules, fs_fd, key, layer, err) < 0)
+          return -1;
+        has_lower |= layer[0] != '\0';
+        if (*p == ':' && p[1] == ':') {
+          key = "datadir+";
+          p++;
+        }
+        if (*p == ':')
+          p++;
+      }
+    } else if (value && (strcmp(opt, "lowerdir+") == 0 || strcmp(opt, "datadir+") == 0 ||
+                         strcmp(opt, "upperdir") == 0 || strcmp(opt, "workdir") == 0)) {
+      next_layer(value, '\0', layer, sizeof(layer));
+      if (overlay_layer(rules, fs_fd, opt, layer, err) < 0)
+        return -1;
+      has_lower |= strcmp(opt, "lowerdir+") == 0;
+    } else {
+      int r = value ? fsconfig(fs_fd, FSCONFIG_SET_STRING, opt, value, 0)
+                    : fsconfig(fs_fd, FSCONFIG_SET_FLAG, opt, NULL, 0);
+      if (r < 0) {
+        int saved = errno;
+        char why[280];
+        append_kernel_message(fs_fd, why, sizeof(why));
+        return cm_error_set(err, saved, "overlay option \"%s\"%s", opt, why);
+      }
+    }
+    opt = next;
+  }
+  if (!has_lower)
+    return cm_error_set(err, EINVAL, "overlay without lowerdir");
+  if (fsconfig(fs_fd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+    int saved = errno;
+    char why[280];
+    append_kernel_message(fs_fd, why, sizeof(why));
+    return cm_error_set(err, saved, "create overlay%s", why);
+  }
+  struct mount_attr attr;
+  mount_attr_from_flags(flags, 0, &attr);
+  int mnt_fd = fsmount(fs_fd, FSMOUNT_CLOEXEC, (unsigned int)attr.attr_set);
+  if (mnt_fd < 0)
+    return cm_error_set(err, errno, "fsmount overlay");
+  return mnt_fd;
+}
+
+static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd,
+                     const struct mount_source_rules *rules, struct cm_error **err) {
   bool is_bind = rootfs_mount_is_bind(m);
   if (m->idmap)
     return cm_error_set(err, EOPNOTSUPP, "idmapped mounts are not supported");
@@ -304,6 +425,7 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
 
   cleanup_close int src_fd = -1;
   bool target_is_dir = true;
+  struct mount_source_kind src_kind = {0};
   if (is_bind) {
     if (!m->source)
       return cm_error_set(err, EINVAL, "bind mount without a source");
@@ -316,6 +438,9 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     if (fstat(src_fd, &st) < 0)
       return cm_error_set(err, errno, "stat source");
     target_is_dir = S_ISDIR(st.st_mode);
+    /* Hardened: judged on this fd, which is the one cloned below (no second lookup). */
+    if (rules && mount_source_check(rules, src_fd, "bind source", false, &src_kind, err) < 0)
+      return -1;
   }
   if (check_proc_destination(m, is_bind, src_fd, err) < 0)
     return -1;
@@ -338,10 +463,23 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     return mount_cgroup(s, m, target_fd, err);
 
   cleanup_close int mnt_fd = -1;
-  if (is_bind)
+  if (is_bind && rules) {
+    /* Hardened: never recursive (a submount could be anything: a procfs, another disk), and a
+     * device node read-only, so that its owner, mode and times cannot be changed through it. */
+    if (src_kind.is_device)
+      flags |= MS_RDONLY | MS_NOSUID | MS_NOEXEC;
+    mnt_fd = mount_clone_tree(src_fd, false, flags, m->clear_flags, err);
+    /* The clone shows exactly what the container will: also what a mount over part of the
+     * source hides on the host. */
+    if (mnt_fd >= 0 && src_kind.is_dir && mount_source_check_tree(rules, mnt_fd, "bind source", err) < 0)
+      return -1;
+  } else if (is_bind) {
     mnt_fd = mount_clone_tree(src_fd, (m->flags & MS_REC) != 0, flags, m->clear_flags, err);
-  else
+  } else if (rules && strcmp(m->type, "overlay") == 0) {
+    mnt_fd = mount_overlay_checked(rules, m, flags, err);
+  } else {
     mnt_fd = mount_new_fs_labeled(m->type, m->source, flags, m->data, label_for(s, m->type), err);
+  }
   if (mnt_fd < 0)
     return -1;
   if (m->recursive_readonly && mount_set_readonly(mnt_fd, true, err) < 0)
@@ -355,15 +493,17 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   return 0;
 }
 
-int mounts_apply(const struct spec *s, int root_fd, struct cm_error **err) {
-  for (size_t i = 0; i < s->n_mounts; i++) {
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+                 struct cm_error **err) {
+  int rc = 0;
+  for (size_t i = 0; i < s->n_mounts && rc == 0; i++) {
     const struct spec_mount *m = &s->mounts[i];
     cm_debug("mount %s on %s (type %s)", m->source ? m->source : "-", m->destination,
              m->type ? m->type : "bind");
-    if (apply_one(s, m, root_fd, err) < 0)
-      return cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu])",
-                             m->source ? m->source : (m->type ? m->type : ""),
-                             m->destination ? m->destination : "", i);
+    if (apply_one(s, m, root_fd, rules, err) < 0)
+      rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type %s)",
+                           m->source ? m->source : (m->type ? m->type : ""),
+                           m->destination ? m->destination : "", i, m->type ? m->type : "bind");
   }
-  return 0;
+  return rc;
 }

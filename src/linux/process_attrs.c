@@ -10,6 +10,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/personality.h>
 #include <sys/statfs.h>
@@ -59,6 +60,31 @@ int oom_score_adj_apply(const struct spec_process *p, struct cm_error **err) {
                           p->oom_score_adj);
     return cm_error_set(err, errno, "process.oomScoreAdj: write %d to /proc/self/oom_score_adj", p->oom_score_adj);
   }
+  return 0;
+}
+
+int loginuid_lock(const struct spec_process *p, struct cm_error **err) {
+  if (!p->lock_loginuid)
+    return 0;
+  char buf[16] = "";
+  cleanup_close int rfd = open("/proc/self/loginuid", O_RDONLY | O_CLOEXEC);
+  if (rfd < 0)
+    return errno == ENOENT ? 0 : cm_error_set(err, errno, "read /proc/self/loginuid"); /* no audit */
+  ssize_t n = read(rfd, buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return cm_error_set(err, errno, "read /proc/self/loginuid");
+  buf[n] = '\0';
+  /* Inherited from a login: already set, and unchangeable without CAP_AUDIT_CONTROL. */
+  if (strtoul(buf, NULL, 10) != 4294967295UL)
+    return 0;
+  /* Unset: anyone may set it once, with no privilege at all, and audit records would then name a
+   * login uid of the server's choosing. It becomes the uid of whoever started the container. */
+  cleanup_close int fd = open_proc_self_for_write("loginuid", err);
+  if (fd < 0)
+    return cm_error_prefix(err, "audit login uid");
+  int len = snprintf(buf, sizeof(buf), "%u", (unsigned)getuid());
+  if (write(fd, buf, (size_t)len) != len)
+    return cm_error_set(err, errno, "audit login uid: write %s to /proc/self/loginuid", buf);
   return 0;
 }
 

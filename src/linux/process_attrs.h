@@ -8,6 +8,10 @@
 
 int rlimits_apply(const struct spec_process *p, struct cm_error **err);
 int oom_score_adj_apply(const struct spec_process *p, struct cm_error **err);
+/* process.lock_loginuid (a hardening profile): give the process an audit login uid (the runtime's
+ * uid) if it has none yet, so that it cannot choose one itself; while still in the host's user
+ * namespace and holding CAP_AUDIT_CONTROL. */
+int loginuid_lock(const struct spec_process *p, struct cm_error **err);
 int personality_apply(const struct spec_personality *pers, struct cm_error **err);
 int io_priority_apply(const struct spec_process *p, struct cm_error **err);
 int scheduler_apply(const struct spec_process *p, struct cm_error **err);

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "linux/mount_source.h"
 #include "linux/rootfs_internal.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -68,6 +69,32 @@ static int make_parent_mount_private(const char *rootfs, struct cm_error **err) 
   return 0;
 }
 
+static void rules_freep(struct mount_source_rules **r) {
+  mount_source_rules_free(*r);
+}
+
+/* Hardened: the root is judged on its fd like a bind source, and that fd is what gets bound onto
+ * itself, without the host mounts below it (one of them could be a procfs or a disk). Returns
+ * the new mount's fd. */
+static int bind_root_checked(const struct mount_source_rules *rules, const char *rootfs,
+                             struct cm_error **err) {
+  cleanup_close int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
+  struct mount_source_kind kind;
+  if (mount_source_check(rules, fd, "root.path", true, &kind, err) < 0)
+    return cm_error_prefix(err, "rootfs \"%s\"", rootfs);
+  int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (tree < 0)
+    return cm_error_set(err, errno, "clone rootfs \"%s\"", rootfs);
+  if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+    int saved = errno;
+    close(tree);
+    return cm_error_set(err, saved, "bind rootfs \"%s\" onto itself", rootfs);
+  }
+  return tree;
+}
+
 int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **err) {
   /* Nothing we mount may propagate back to the host: rslave unless the config says otherwise. */
   unsigned long propagation = MS_SLAVE | MS_REC;
@@ -80,11 +107,20 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **e
   bool none_shared = (propagation & MS_REC) && !(propagation & MS_SHARED);
   if (!none_shared && make_parent_mount_private(rootfs, err) < 0)
     return -1;
-  if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
-    return cm_error_set(err, errno, "bind rootfs \"%s\" onto itself", rootfs);
-  cleanup_close int root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0)
-    return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
+  __attribute__((cleanup(rules_freep))) struct mount_source_rules *rules = NULL;
+  cleanup_close int root_fd = -1;
+  if (s->hardening.check_mount_sources) {
+    rules = mount_source_rules_load();
+    root_fd = bind_root_checked(rules, rootfs, err);
+    if (root_fd < 0)
+      return -1;
+  } else {
+    if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
+      return cm_error_set(err, errno, "bind rootfs \"%s\" onto itself", rootfs);
+    root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+      return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
+  }
 
   /* A read-only /dev tmpfs is made read-only only after we created the devices in it. */
   const struct spec_mount *dev_mount = rootfs_dev_mount(s);
@@ -101,15 +137,74 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **e
     tmp_spec.mounts = mounts_copy;
     effective = &tmp_spec;
   }
-  if (mounts_apply(effective, root_fd, err) < 0)
+  if (mounts_apply(effective, root_fd, rules, err) < 0)
     return -1;
   if (devices_setup(s, root_fd, err) < 0)
     return -1;
   return 0;
 }
 
+/* --no-pivot leaves the host's mounts in the namespace, under the chroot. The kernel lets a user
+ * namespace's root mount a fresh procfs or sysfs when a full one is already visible in the mount
+ * namespace (mount_too_revealing): the host's would be, so a process that makes itself a user
+ * and pid namespace inside the container would get an unmasked procfs. Detach every full procfs
+ * and sysfs outside the rootfs first (where it is locked and cannot be detached, cover it), as
+ * runc does. */
+static int detach_host_proc_and_sys(const char *rootfs, struct cm_error **err) {
+  char real[PATH_MAX];
+  if (!realpath(rootfs, real))
+    return cm_error_set(err, errno, "resolve rootfs \"%s\"", rootfs);
+  size_t rlen = strlen(real);
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f)
+    return cm_error_set(err, errno, "open /proc/self/mountinfo");
+  /* Collected first: detaching changes the file being read. */
+  char **points = NULL;
+  size_t n = 0;
+  cleanup_free char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    char root[PATH_MAX], point[PATH_MAX], fstype[64];
+    const char *sep = strstr(line, " - ");
+    if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2 ||
+        sscanf(sep + 3, "%63s", fstype) != 1)
+      continue;
+    if (strcmp(root, "/") != 0 || (strcmp(fstype, "proc") != 0 && strcmp(fstype, "sysfs") != 0))
+      continue;
+    unescape_octal(point);
+    if (strncmp(point, real, rlen) == 0 && (point[rlen] == '/' || point[rlen] == '\0'))
+      continue; /* the container's own */
+    char **grown = realloc(points, (n + 1) * sizeof(*points));
+    if (grown == NULL || (grown[n] = strdup(point)) == NULL)
+      abort();
+    points = grown;
+    n++;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const char *p = points[i];
+    /* Our detach must not propagate to the host. ENOENT: a parent went already. */
+    if (mount(NULL, p, NULL, MS_SLAVE | MS_REC, NULL) < 0) {
+      if (errno != ENOENT && errno != EINVAL)
+        rc = cm_error_set(err, errno, "--no-pivot: make host mount %s rslave", p);
+      continue;
+    }
+    if (umount2(p, MNT_DETACH) == 0)
+      continue;
+    if ((errno == EINVAL || errno == EPERM) &&
+        mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0k,mode=0") < 0)
+      rc = cm_error_set(err, errno, "--no-pivot: cover host mount %s", p);
+  }
+  for (size_t i = 0; i < n; i++)
+    free(points[i]);
+  free(points);
+  return rc;
+}
+
 int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err) {
   if (no_pivot) {
+    if (detach_host_proc_and_sys(rootfs, err) < 0)
+      return -1;
     /* --no-pivot (ramdisk roots): move the rootfs over / and chroot into it. */
     if (chdir(rootfs) < 0)
       return cm_error_set(err, errno, "chdir \"%s\"", rootfs);

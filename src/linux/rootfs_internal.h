@@ -38,8 +38,11 @@ bool rootfs_mount_is_bind(const struct spec_mount *m);
 /* The last spec mount whose destination is /dev, or NULL. */
 const struct spec_mount *rootfs_dev_mount(const struct spec *s);
 
-/* Every entry of s->mounts, in order, inside the rootfs at root_fd. */
-int mounts_apply(const struct spec *s, int root_fd, struct cm_error **err);
+struct mount_source_rules;
+/* Every entry of s->mounts, in order, inside the rootfs at root_fd. With `rules` (a hardened
+ * container, linux/mount_source.h) every bind source and overlay layer is judged on its fd. */
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+                 struct cm_error **err);
 /* A "cgroup"/"cgroup2" entry: see mount_cgroup.c. */
 int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd, struct cm_error **err);
 

@@ -43,6 +43,10 @@ int user_switch(const struct spec_user *u, struct cm_error **err) {
       return cm_error_set(err, errno, "process.user: clear supplementary groups");
   }
 
+  /* (uid_t)-1 would mean "unchanged": the process would keep our root (the spec layer refuses it
+   * already; this keeps the guarantee whoever filled `u`). */
+  if (u->uid == (uint32_t)-1 || u->gid == (uint32_t)-1)
+    return cm_error_set(err, EINVAL, "process.user: 4294967295 is not a valid uid or gid");
   /* gid before uid: once the uid is not 0, changing the gid needs CAP_SETGID we may have lost. */
   if (setresgid(u->gid, u->gid, u->gid) < 0)
     return cm_error_set(err, errno, "process.user.gid: setresgid(%u)", u->gid);

@@ -20,31 +20,21 @@ static const char *const sensitive_trees[] = {
     "/proc", "/sys", "/dev", "/etc", "/root", "/run", "/var/run", "/boot", "/lib/modules", "/usr/lib/modules",
 };
 /* Refused when the source is exactly this (or contains it): subdirectories are used for the
- * container's own files by Docker and Kubernetes (hosts, resolv.conf, secrets volumes). */
+ * container's own files by Docker and Kubernetes (hosts, resolv.conf, secrets volumes) and for
+ * scratch space; every host process shares the tree itself (its sockets, its shm segments). Below
+ * one, the sensitive tree holding it no longer applies (/dev/shm/x is not /dev). */
 static const char *const sensitive_roots[] = {
-    "/var/lib/docker",
-    "/var/lib/containerd",
-    "/var/lib/kubelet",
-    "/var/lib/containers",
+    "/var/lib/docker", "/var/lib/containerd", "/var/lib/kubelet", "/var/lib/containers", "/tmp", "/var/tmp",
+    "/dev/shm",        "/run/containerd",
 };
 /* Path components that are credentials wherever they live. */
 static const char *const sensitive_names[] = {
-    ".ssh",
-    ".aws",
-    ".kube",
-    ".docker",
-    ".gnupg",
-    ".azure",
-    ".netrc",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".password-store",
-    "gcloud",
-    "docker.sock",
-    "containerd.sock",
-    "podman.sock",
-    "crio.sock",
+    ".ssh",        ".aws",        ".kube",
+    ".docker",     ".gnupg",      ".config",
+    ".azure",      ".netrc",      ".git-credentials",
+    ".npmrc",      ".pypirc",     ".password-store",
+    "gcloud",      "docker.sock", "containerd.sock",
+    "podman.sock", "crio.sock",
 };
 
 static bool is_under(const char *path, const char *tree) {
@@ -85,15 +75,27 @@ int policy_check_bind_source(const char *source, const char *bundle, struct cm_e
 
   if (strcmp(path, "/") == 0)
     return refuse(source, path, "the whole host filesystem", err);
+  bool below_root = false;
+  for (size_t i = 0; i < sizeof(sensitive_roots) / sizeof(sensitive_roots[0]); i++) {
+    if (is_under(sensitive_roots[i], path))
+      return refuse(
+          source, path,
+          "a host tree shared by every container or process; bind a directory of your own inside it", err);
+    below_root |= is_under(path, sensitive_roots[i]);
+  }
   for (size_t i = 0; i < sizeof(sensitive_trees) / sizeof(sensitive_trees[0]); i++) {
-    if (is_under(path, sensitive_trees[i]))
+    if (is_under(path, sensitive_trees[i]) && !below_root)
       return refuse(source, path, "host system tree", err);
     if (is_under(sensitive_trees[i], path))
       return refuse(source, path, "contains a host system tree", err);
   }
-  for (size_t i = 0; i < sizeof(sensitive_roots) / sizeof(sensitive_roots[0]); i++)
-    if (is_under(sensitive_roots[i], path))
-      return refuse(source, path, "container runtime state", err);
+  /* The invoking user's home as a whole: keys, tokens, shell history. A directory inside it is
+   * judged like any other (and refused when it holds credentials). */
+  const char *home = getenv("HOME");
+  char home_buf[PATH_MAX];
+  if (home && home[0] == '/' && home[1] && realpath(home, home_buf) && strcmp(home_buf, "/") != 0 &&
+      is_under(home_buf, path))
+    return refuse(source, path, "the invoking user's home; bind a directory inside it", err);
   const char *name = sensitive_component(path);
   if (name)
     return refuse(source, path, name, err);

@@ -122,6 +122,32 @@ int policy_apply_exec(const char *requested, const char *recorded, struct spec_p
   return 0;
 }
 
+int policy_apply_update(const char *requested, const char *recorded, struct spec_resources *r,
+                        struct policy_report *report, struct cm_error **err) {
+  memset(report, 0, sizeof(*report));
+  enum policy_profile asked = POLICY_PROFILE_DEFAULT, at_create = POLICY_PROFILE_DEFAULT;
+  if (requested && policy_profile_from_name(requested, &asked, err) < 0)
+    return cm_error_prefix(err, "--profile");
+  /* As for exec: an unknown recorded name must not read as "default". */
+  if (recorded && policy_profile_from_name(recorded, &at_create, err) < 0)
+    return cm_error_prefix(err, "state: annotations[\"%s\"]", POLICY_PROFILE_ANNOTATION);
+  enum policy_profile p = asked > at_create ? asked : at_create;
+  if (p == POLICY_PROFILE_DEFAULT)
+    return 0;
+  if (policy_mcp_tighten_update(r, report, err) < 0) {
+    policy_report_free(report);
+    return cm_error_prefix(err, "profile %s: update", policy_profile_name(p));
+  }
+  return 0;
+}
+
+void policy_report_free(struct policy_report *r) {
+  for (size_t i = 0; i < r->count; i++)
+    free(r->lines[i]);
+  free(r->lines);
+  memset(r, 0, sizeof(*r));
+}
+
 void policy_result_free(struct policy_result *r) {
   if (r == NULL)
     return;

@@ -59,6 +59,13 @@ void policy_result_free(struct policy_result *r);
 int policy_apply_exec(const char *requested, const char *recorded, struct spec_process *p,
                       struct policy_result *out, struct cm_error **err);
 
+/* update: a container's limits never get looser than its profile's. The stricter of `recorded`
+ * (the state's run.codemode.profile; NULL: none) and `requested` (--profile; NULL: none)
+ * applies: r is clamped in place (each change one line in *report) or refused with the reason. */
+int policy_apply_update(const char *requested, const char *recorded, struct spec_resources *r,
+                        struct policy_report *report, struct cm_error **err);
+void policy_report_free(struct policy_report *r);
+
 /* Report helpers (used by the rule files). */
 void policy_report_add(struct policy_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -22,7 +22,7 @@
 #define MCP_NOFILE_SOFT 1024ULL
 #define MCP_NOFILE_HARD 4096ULL
 #define MCP_OOM_SCORE_ADJ 1000
-#define MCP_TMPFS_SIZE "size=64m"
+#define MCP_TMPFS_SIZE "size=64m" /* also in mount_policy.c */
 
 /* --- process ------------------------------------------------------------------------------ */
 
@@ -63,6 +63,8 @@ static void tighten_process(struct spec_process *p, struct policy_report *r) {
   }
   *c = (struct spec_capabilities){.present = true};
 
+  /* Its audit login uid is set for it (when unset) instead of being left for it to choose. */
+  p->lock_loginuid = true;
   /* Every process is the first the OOM killer picks: a runaway server, not the host, dies. */
   if (!p->has_oom_score_adj || p->oom_score_adj < MCP_OOM_SCORE_ADJ) {
     if (p->has_oom_score_adj)
@@ -156,14 +158,6 @@ static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm
 
 /* --- mounts --------------------------------------------------------------------------------- */
 
-static bool has_option(const struct spec_mount *m, const char *prefix, bool whole) {
-  size_t n = strlen(prefix);
-  for (size_t i = 0; i < m->options.count; i++)
-    if (whole ? strcmp(m->options.items[i], prefix) == 0 : strncmp(m->options.items[i], prefix, n) == 0)
-      return true;
-  return false;
-}
-
 static void strv_append(struct spec_strv *v, const char *s) {
   char **grown = realloc(v->items, (v->count + 2) * sizeof(char *));
   if (grown == NULL)
@@ -171,31 +165,6 @@ static void strv_append(struct spec_strv *v, const char *s) {
   v->items = grown;
   v->items[v->count++] = xstrdup(s);
   v->items[v->count] = NULL;
-}
-
-/* Add `opt` unless present; options that contradict it ("suid" for "nosuid") are removed.
- * Returns true when something changed. */
-static bool force_option(struct spec_mount *m, const char *opt, const char *opposite) {
-  bool changed = false;
-  for (size_t i = 0; i < m->options.count;) {
-    if (strcmp(m->options.items[i], opposite) == 0) {
-      free(m->options.items[i]);
-      memmove(&m->options.items[i], &m->options.items[i + 1], (m->options.count - i) * sizeof(char *));
-      m->options.count--;
-      changed = true;
-    } else {
-      i++;
-    }
-  }
-  if (!has_option(m, opt, true)) {
-    strv_append(&m->options, opt);
-    changed = true;
-  }
-  return changed;
-}
-
-static bool is_bind(const struct spec_mount *m) {
-  return (m->type && strcmp(m->type, "bind") == 0) || (m->flags & MS_BIND);
 }
 
 static bool has_mount_at(const struct spec *s, const char *dest) {
@@ -221,36 +190,9 @@ static void add_tmpfs(struct spec *s, const char *dest, const char *const *optio
 
 static int tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r,
                           struct cm_error **err) {
-  for (size_t i = 0; i < s->n_mounts; i++) {
-    struct spec_mount *m = &s->mounts[i];
-    bool changed = false;
-    if (is_bind(m)) {
-      if (policy_check_bind_source(m->source, bundle, err) < 0)
-        return cm_error_prefix(err, "mounts[%zu] (%s)", i, m->destination);
-      /* A setuid binary or a device node on the host side must not work inside. */
-      changed |= force_option(m, "nosuid", "suid");
-      changed |= force_option(m, "nodev", "dev");
-    }
-    const char *type = m->type ? m->type : "";
-    /* sysfs and cgroupfs writes act on the host's devices and cgroups. */
-    if (strcmp(type, "sysfs") == 0 || strcmp(type, "cgroup") == 0 || strcmp(type, "cgroup2") == 0)
-      changed |= force_option(m, "ro", "rw");
-    /* A tmpfs without a size may take half the host's RAM (tmpfs pages can outlive the OOM kill). */
-    if (strcmp(type, "tmpfs") == 0 && !has_option(m, "size=", false)) {
-      strv_append(&m->options, MCP_TMPFS_SIZE);
-      changed = true;
-    }
-    if (changed) {
-      spec_mount_decode_options(m);
-      cleanup_free char *joined = NULL;
-      size_t len = 0;
-      FILE *f = open_memstream(&joined, &len);
-      for (size_t k = 0; k < m->options.count; k++)
-        fprintf(f, "%s%s", k ? "," : "", m->options.items[k]);
-      fclose(f);
-      policy_report_add(r, "mounts[%zu] %s: options now %s", i, m->destination, joined);
-    }
-  }
+  /* An allow-list of mount types and places (mount_policy.c). */
+  if (policy_mcp_tighten_mounts(s, bundle, r, err) < 0)
+    return -1;
   if (!has_mount_at(s, "/tmp"))
     add_tmpfs(s, "/tmp", (const char *const[]){"nosuid", "nodev", "mode=1777", MCP_TMPFS_SIZE, NULL}, r);
   if (!has_mount_at(s, "/dev/shm") && has_mount_at(s, "/dev"))
@@ -374,6 +316,77 @@ static void tighten_resources(struct spec_resources *res, struct policy_report *
   }
 }
 
+/* The raw cgroup files of linux.resources.unified would set memory.max, pids.max or cpu.max behind
+ * the fields above: not taken from a hardened container's config. */
+static void drop_unified(struct spec_resources *res, struct policy_report *r) {
+  for (size_t i = 0; i < res->unified.count; i++)
+    policy_report_add(r, "linux.resources.unified: %s=%s removed", res->unified.items[i].key,
+                      res->unified.items[i].value);
+  spec_kv_list_free(&res->unified);
+}
+
+int policy_mcp_tighten_update(struct spec_resources *res, struct policy_report *r, struct cm_error **err) {
+  /* Raw files and device rules have no clamp: refused, with the field that can do the job. */
+  if (res->unified.count)
+    return cm_error_set(
+        err, EPERM,
+        "unified.\"%s\": raw cgroup files cannot be set on a hardened container (fix: use the "
+        "memory, cpu and pids fields)",
+        res->unified.items[0].key);
+  if (res->n_devices)
+    return cm_error_set(
+        err, EPERM,
+        "devices: the device rules of a hardened container were fixed at create and cannot change");
+  struct spec_memory *m = &res->memory;
+  if (m->limit.set) {
+    if (m->limit.value <= 0 || m->limit.value > MCP_MEMORY_LIMIT) {
+      policy_report_add(r, "memory.limit: %" PRId64 " -> %lld (the profile's most)", m->limit.value,
+                        MCP_MEMORY_LIMIT);
+      m->limit.value = MCP_MEMORY_LIMIT;
+    }
+    /* memory+swap equal to the limit: no swap, as at create. */
+    if (!m->swap.set || m->swap.value != m->limit.value) {
+      if (m->swap.set)
+        policy_report_add(r, "memory.swap: %" PRId64 " -> %" PRId64 " (no swap)", m->swap.value,
+                          m->limit.value);
+      m->swap = (struct spec_opt_i64){true, m->limit.value};
+    }
+  } else if (m->swap.set) {
+    return cm_error_set(
+        err, EPERM,
+        "memory.swap: a hardened container has no swap (memory+swap follows memory.limit) (fix: "
+        "give the memory limit instead)");
+  }
+  if (m->has_disable_oom_killer && m->disable_oom_killer) {
+    m->disable_oom_killer = false;
+    policy_report_add(r, "memory.disableOOMKiller: true -> false");
+  }
+  if (res->has_pids && (res->pids_limit <= 0 || res->pids_limit > MCP_PIDS_LIMIT)) {
+    policy_report_add(r, "pids.limit: %" PRId64 " -> %d (the profile's most)", res->pids_limit,
+                      MCP_PIDS_LIMIT);
+    res->pids_limit = MCP_PIDS_LIMIT;
+  }
+  struct spec_cpu *c = &res->cpu;
+  if (c->period.set || c->quota.set) {
+    /* Both, always: a shorter period alone would raise the share the old quota gives. */
+    uint64_t period = c->period.set && c->period.value ? c->period.value : MCP_CPU_PERIOD;
+    int64_t quota = c->quota.set ? c->quota.value : -1;
+    if (quota <= 0 || (uint64_t)quota > period) {
+      policy_report_add(r, "cpu: quota %" PRId64 "/%" PRIu64 " -> %" PRIu64 "/%" PRIu64 " (1 CPU at most)",
+                        quota, period, period, period);
+      quota = (int64_t)period;
+    }
+    c->present = true;
+    c->period = (struct spec_opt_u64){true, period};
+    c->quota = (struct spec_opt_i64){true, quota};
+  }
+  if (c->burst.set && c->burst.value) {
+    policy_report_add(r, "cpu.burst: %" PRIu64 " -> 0", c->burst.value);
+    c->burst.value = 0;
+  }
+  return 0;
+}
+
 /* --- seccomp -------------------------------------------------------------------------------- */
 
 int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *out, struct cm_error **err) {
@@ -417,5 +430,6 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
   tighten_devices(&s->linux_, r);
   drop_sysctls(&s->linux_, r);
   tighten_resources(&s->linux_.resources, r);
+  drop_unified(&s->linux_.resources, r);
   return stack_seccomp(s, audit, out, err);
 }

@@ -14,8 +14,15 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
 /* The process part of mcp (no_new_privs, no capabilities, oomScoreAdj, RLIMIT_NOFILE/CORE):
  * shared by create and exec. */
 void policy_mcp_tighten_process(struct spec_process *p, struct policy_report *r);
+/* `update` of an mcp container: clamp the new limits to the profile's, or refuse what has no clamp. */
+int policy_mcp_tighten_update(struct spec_resources *res, struct policy_report *r, struct cm_error **err);
 /* mcp.json (mcp-audit.json when audit) resolved for a bounding set and this machine. */
 int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *out, struct cm_error **err);
+
+/* The mounts allow-list (mount_policy.c): refuse what is not allowed, tighten the rest, and have
+ * the child judge every source on its fd (spec.hardening). */
+int policy_mcp_tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r,
+                              struct cm_error **err);
 
 /* Refuse a bind mount whose host source is sensitive (bind_policy.c). `source` as written in
  * the config; `bundle` resolves a relative one. */

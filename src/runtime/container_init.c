@@ -72,7 +72,7 @@ void container_stage1(const struct init_config *c) {
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
   /* Still in our user namespace: init, non-dumpable (CVE-2019-5736), has a /proc/self owned by
    * our root, which a new user namespace's root may not write; the value is inherited. */
-  if (oom_score_adj_apply(s->process, &err) < 0)
+  if (oom_score_adj_apply(s->process, &err) < 0 || loginuid_lock(s->process, &err) < 0)
     fail(c->sync_fd, err);
 
   const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
@@ -143,6 +143,8 @@ void container_init_direct(const struct init_config *c) {
    * so the container sees its own cgroup as its root. */
   if (!c->cgroup_done)
     expect(c->sync_fd, SYNC_CGROUP_JOINED);
+  if (loginuid_lock(c->spec->process, &err) < 0)
+    fail(c->sync_fd, err);
   if (spec_ns_is_new(c->spec, SPEC_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
     cm_error_set(&err, errno, "unshare cgroup namespace");
     fail(c->sync_fd, err);
@@ -338,6 +340,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
     sync_send(sync_fd, SYNC_CONSOLE_FD, 0, NULL, master, NULL);
     close(master);
   }
+  if (!p->terminal && fds_localize_stdio_devices(&err) < 0)
+    fail(sync_fd, err);
   if (!c->no_new_keyring && keyring_join_new(c->id, &err) < 0)
     fail(sync_fd, err);
   if ((!oom_set && oom_score_adj_apply(p, &err) < 0) || rlimits_apply(p, &err) < 0 ||

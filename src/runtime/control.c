@@ -64,14 +64,21 @@ int runtime_pids(const struct runtime_context *ctx, const char *id, pid_t **pids
   return rc;
 }
 
-int runtime_update(const struct runtime_context *ctx, const char *id, const struct spec_resources *r,
-                   struct cm_error **err) {
+int runtime_update(const struct runtime_context *ctx, const char *id, struct spec_resources *r,
+                   runtime_update_harden harden, void *harden_arg, struct cm_error **err) {
   struct container c;
   if (open_with_cgroup(ctx, id, &c, err) < 0)
     return -1;
+  /* The profile the container was created under (recorded in its state) bounds every update. */
+  const char *recorded = spec_kv_get(&c.st.annotations, "run.codemode.profile");
   int rc;
   if (!is_alive(c.status))
     rc = cm_error_set(err, 0, "container not running");
+  else if (recorded && harden == NULL)
+    rc = cm_error_set(err, EPERM, "container \"%s\" runs under profile %s: update refused without it", id,
+                      recorded);
+  else if (harden && harden(harden_arg, recorded, r, err) < 0)
+    rc = -1;
   else
     rc = cgroup_update(c.cgroup, r, err);
   container_close(&c);

@@ -56,7 +56,7 @@ void exec_stage1(const struct exec_child_config *c) {
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
   /* Before joining a user namespace, whose root may not write our non-dumpable /proc/self
    * files; the process inherits the value. */
-  if (oom_score_adj_apply(c->process, &err) < 0)
+  if (oom_score_adj_apply(c->process, &err) < 0 || loginuid_lock(c->process, &err) < 0)
     fail(c->sync_fd, err);
 
   /* One setns on init's pidfd joins them all atomically, in the kernel's order (user first),
@@ -113,6 +113,8 @@ static void exec_child(const struct exec_child_config *c) {
     sync_send(sync_fd, SYNC_CONSOLE_FD, 0, NULL, master, NULL);
     close(master);
   }
+  if (!p->terminal && fds_localize_stdio_devices(&err) < 0)
+    fail(sync_fd, err);
   /* A fresh session keyring: the caller's (the shim's, the host's) keys stay out of reach. */
   if (keyring_join_new(c->id, &err) < 0 || rlimits_apply(p, &err) < 0 ||
       io_priority_apply(p, &err) < 0 || scheduler_apply(p, &err) < 0 || lsm_apply_exec_label(p, &err) < 0)

@@ -110,8 +110,13 @@ int runtime_pause(const struct runtime_context *ctx, const char *id, struct cm_e
 int runtime_resume(const struct runtime_context *ctx, const char *id, struct cm_error **err);
 /* Host pids of every process in the container's cgroup (malloc'd). */
 int runtime_pids(const struct runtime_context *ctx, const char *id, pid_t **pids, size_t *n, struct cm_error **err);
-int runtime_update(const struct runtime_context *ctx, const char *id, const struct spec_resources *r,
-                   struct cm_error **err);
+/* `update`. harden (cli/ passes policy/'s; NULL: none) is called under the container's lock with
+ * the profile recorded in its state, and clamps r in place or refuses; a container with a
+ * recorded profile and no hook is refused, as for exec: an update must never loosen it. */
+typedef int (*runtime_update_harden)(void *arg, const char *recorded_profile, struct spec_resources *r,
+                                     struct cm_error **err);
+int runtime_update(const struct runtime_context *ctx, const char *id, struct spec_resources *r,
+                   runtime_update_harden harden, void *harden_arg, struct cm_error **err);
 
 /* The OCI state document of one container (JSON, malloc'd). */
 char *runtime_state_json(const struct runtime_context *ctx, const char *id, struct cm_error **err);

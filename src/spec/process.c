@@ -70,6 +70,18 @@ static int parse_user(struct jctx *c, yajl_val v, struct spec_user *u, struct cm
     return -1;
   if (jrequire(c, v, "gid", err) < 0 || jget_u32(c, v, "gid", &u->gid, err) < 0)
     return -1;
+  /* (uid_t)-1 is no uid: setresuid/setresgid read it as "leave unchanged", so the process would
+   * keep the runtime's root (crun CVE-2026-30892 class: parsing yields the wrong user). */
+  static const char *const id_keys[] = {"uid", "gid"};
+  for (int k = 0; k < 2; k++) {
+    if ((k ? u->gid : u->uid) == UINT32_MAX) {
+      size_t mark = jpush_key(c, id_keys[k]);
+      jerr(c, err, "4294967295 is not a valid %s ((%s_t)-1 means \"unchanged\" to the kernel)", id_keys[k],
+           id_keys[k]);
+      jpop(c, mark);
+      return -1;
+    }
+  }
   int r = jget_u32(c, v, "umask", &u->umask, err);
   if (r < 0)
     return -1;

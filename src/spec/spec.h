@@ -100,6 +100,9 @@ struct spec_process {
   int io_priority_class; /* IOPRIO_CLASS_* */
   int io_priority;
   struct spec_scheduler scheduler;
+  /* Set by policy/ (a hardening profile), never from JSON: give the process an audit login uid
+   * (/proc/self/loginuid) when it has none, so that it cannot pick one itself. */
+  bool lock_loginuid;
 };
 
 struct spec_hook {
@@ -306,6 +309,14 @@ struct spec_linux {
   struct spec_personality personality;
 };
 
+/* Set by policy/ (a hardening profile), never from JSON: checks the runtime makes where only the
+ * opened fd can tell what a path is. */
+struct spec_hardening {
+  /* Every bind source, overlay layer and the root are judged on the fd that is mounted
+   * (linux/mount_source.h); binds are never recursive. */
+  bool check_mount_sources;
+};
+
 struct spec {
   char *oci_version;
   char *root_path; /* as written (may be relative to the bundle) */
@@ -319,6 +330,7 @@ struct spec {
   struct spec_kv_list annotations;
   bool has_linux;
   struct spec_linux linux_;
+  struct spec_hardening hardening;
 };
 
 /* Parse and validate a config.json. `label` prefixes errors ("config.json"). */

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # A private dockerd for the Docker suite: its own data root, exec root, pid file and socket under
-# $DK_DIR, no iptables, no bridge, codemode registered in a generated daemon.json twice
-# ("codemode" plainly, "codemode-args" with runtimeArgs), and a busybox image imported as
-# cm-busybox. Everything it makes (mounts, cgroups, netns, processes, files) goes away in
+# $DK_DIR, no iptables, no bridge, codemode registered in a generated daemon.json three times
+# ("codemode" plainly, "codemode-args" with runtimeArgs, "codemode-mcp" with --profile=mcp), and a
+# busybox image imported as cm-busybox. Its trust key goes to $DK_DIR too, not /etc/docker. Everything it makes (mounts, cgroups, netns, processes, files) goes away in
 # dockerd_stop.
 #
 #   dockerd_start DIR   → exports DOCKER_HOST, DOCKER_CONFIG, DK_DIR
@@ -30,8 +30,10 @@ dockerd_start() {
   export DK_DIR
   export DOCKER_HOST=unix://$DK_DIR/docker.sock
   export DOCKER_CONFIG=$DK_DIR/config
-  jq -n --arg cm "$CODEMODE" --argjson args "$DK_RUNTIME_ARGS" '{
-      runtimes: {codemode: {path: $cm}, "codemode-args": {path: $cm, runtimeArgs: $args}},
+  jq -n --arg cm "$CODEMODE" --argjson args "$DK_RUNTIME_ARGS" --arg key "$DK_DIR/key.json" '{
+      "deprecated-key-path": $key,
+      runtimes: {codemode: {path: $cm}, "codemode-args": {path: $cm, runtimeArgs: $args},
+                 "codemode-mcp": {path: $cm, runtimeArgs: ["--profile=mcp"]}},
       "storage-driver": "overlay2",
       "log-driver": "json-file"
     }' >"$DK_DIR/daemon.json"

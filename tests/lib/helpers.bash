@@ -72,12 +72,15 @@ cm() {
 }
 
 # run_cm ARGS…: see the header. Output goes to files, never to a pipe a container could keep.
+# stdin is an empty file of the test's own, not the host's /dev/null: a runtime under test may
+# chown its stdio to the container's user (crun does), and /dev/null is the whole machine's.
 CM_RUN_SEQ=0
 run_cm() {
   CM_RUN_SEQ=$((CM_RUN_SEQ + 1))
   local out=$TEST_DIR/.run_cm.$CM_RUN_SEQ.out err=$TEST_DIR/.run_cm.$CM_RUN_SEQ.err
   status=0
-  cm "$@" </dev/null >"$out" 2>"$err" 3>&- || status=$?
+  : >"$TEST_DIR/.stdin-empty"
+  cm "$@" <"$TEST_DIR/.stdin-empty" >"$out" 2>"$err" 3>&- || status=$?
   stdout=$(cat "$out")
   stderr=$(cat "$err")
   output=$(cat "$out" "$err")

@@ -6,7 +6,7 @@
 #                build/codemode or /usr/local/bin/codemode); $CM_EXE_SHA is its sha256; the
 #                static payload helper is built ($HOSTILE_BIN).
 #   setup        as helpers.bash, plus: $SENTINEL (a host dir in the test's temp dir with one
-#                file), a random marker /$MARKER in the rootfs and /bin/hostile (the payload)
+#                file; its owner, mode and ctime in $SENTINEL.stat), a random marker /$MARKER in the rootfs and /bin/hostile (the payload)
 #   hostile KIND…            make $BUNDLE's rootfs hostile (fixtures/make-hostile-bundle.sh)
 #   assert_host_untouched    sentinel untouched, nothing mounted under $TEST_DIR, runtime copy
 #                            unchanged
@@ -38,6 +38,7 @@ sec_setup() {
   SENTINEL=$TEST_DIR/sentinel
   mkdir -p "$SENTINEL"
   printf 'host-sentinel' >"$SENTINEL/sentinel"
+  stat -c '%n %a %u:%g %z' "$SENTINEL" "$SENTINEL/sentinel" >"$SENTINEL.stat"
   MARKER=.codemode-hostile-test-$RANDOM$RANDOM$RANDOM
   : >"$BUNDLE/rootfs/$MARKER"
   cp "$HOSTILE_BIN" "$BUNDLE/rootfs/bin/hostile"

@@ -241,7 +241,7 @@ static void test_mcp_process_mounts_devices(void **state) {
 static void test_mcp_is_idempotent(void **state) {
   char *json = config_json(
       "100000", "100000", "\"pids\":{\"limit\":1000}", NULL,
-      "{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/tmp\",\"options\":[\"rbind\"]}");
+      "{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/usr/share\",\"options\":[\"rbind\"]}");
   struct spec *s = load(json);
   struct policy_result r1, r2;
   apply_ok(s, POLICY_PROFILE_MCP, &r1);

@@ -436,9 +436,10 @@ static void test_mount_over_proc_refused(void **state) {
   char path[512];
   pathf(path, sizeof(path), "%s/hostfile", b.dir);
   write_file(path, "x");
-  assert_int_equal(run_in_child(&b, child_expect_prepare_error,
-                                "mount \"hostfile\" on \"/proc/sys/kernel/core_pattern\" (mounts[1])"),
-                   0);
+  assert_int_equal(
+      run_in_child(&b, child_expect_prepare_error,
+                   "mount \"hostfile\" on \"/proc/sys/kernel/core_pattern\" (mounts[1], type bind)"),
+      0);
 }
 
 /* /dev bind-mounted from a fake dir whose "null" is a plain file: masking must refuse it. */

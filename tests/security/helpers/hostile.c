@@ -17,6 +17,17 @@
  *       targets, and the cwd.
  *   hostile MARKER ids          print the real/effective/saved uid (setuid + no_new_privs test)
  *   hostile MARKER mkdir PATH   mkdir(2) and print the errno (seccomp tests)
+ *   hostile MARKER open-write PATH
+ *       Open PATH for writing (no O_TRUNC, no O_CREAT) and close it at once, writing nothing:
+ *       "OPENED-FOR-WRITE" when that worked (a host kernel knob such as core_pattern reached),
+ *       else "refused: <errno>". Nothing changes either way.
+ *   hostile MARKER read PATH    print "READ: <first line>" or "refused: <errno>"
+ *   hostile MARKER connect PATH connect(2) to a unix socket: "CONNECTED" or "refused: <errno>"
+ *   hostile MARKER tiocsetd     TIOCSETD on fd 0 with the line discipline it already has (so it
+ *                               changes nothing even when allowed): "TIOCSETD-ALLOWED" or
+ *                               "refused: <errno>"
+ *   hostile MARKER loginuid UID write UID to /proc/self/loginuid: "LOGINUID-SET" or
+ *                               "refused: <errno>", then "loginuid <value>"
  *
  * Every mode first checks that /MARKER exists and that MARKER looks like a test marker
  * (".codemode-hostile-test-*"): only a test bundle's rootfs has it, so if a runtime bug ran this
@@ -30,8 +41,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -232,6 +246,67 @@ int main(int argc, char **argv) {
       return 1;
     }
     printf("mkdir: ok\n");
+    return 0;
+  }
+  if (strcmp(mode, "open-write") == 0 && argc == 4) {
+    int fd = open(argv[3], O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+      printf("refused: %s\n", strerror(errno));
+      return 0;
+    }
+    close(fd);
+    printf("OPENED-FOR-WRITE %s\n", argv[3]);
+    return 0;
+  }
+  if (strcmp(mode, "read") == 0 && argc == 4) {
+    char buf[128] = "";
+    int fd = open(argv[3], O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+    if (n < 0) {
+      printf("refused: %s\n", strerror(errno));
+      return 0;
+    }
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    printf("READ: %s\n", buf);
+    return 0;
+  }
+  if (strcmp(mode, "connect") == 0 && argc == 4) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[3]);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+      printf("refused: %s\n", strerror(errno));
+      return 0;
+    }
+    printf("CONNECTED %s\n", argv[3]);
+    return 0;
+  }
+  if (strcmp(mode, "tiocsetd") == 0) {
+    int ldisc = 0;
+    if (ioctl(0, TIOCGETD, &ldisc) < 0) {
+      printf("no terminal on fd 0: %s\n", strerror(errno));
+      return 1;
+    }
+    if (ioctl(0, TIOCSETD, &ldisc) < 0) {
+      printf("refused: %s\n", strerror(errno));
+      return 0;
+    }
+    printf("TIOCSETD-ALLOWED (ldisc %d kept)\n", ldisc);
+    return 0;
+  }
+  if (strcmp(mode, "loginuid") == 0 && argc == 4) {
+    int fd = open("/proc/self/loginuid", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, argv[3], strlen(argv[3])) < 0)
+      printf("refused: %s\n", strerror(errno));
+    else
+      printf("LOGINUID-SET\n");
+    if (fd >= 0)
+      close(fd);
+    char buf[32] = "";
+    fd = open("/proc/self/loginuid", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+    printf("loginuid %s\n", n > 0 ? buf : "?");
     return 0;
   }
   fprintf(stderr, "hostile: bad mode or arguments\n");
