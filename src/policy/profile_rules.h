@@ -17,6 +17,10 @@ void policy_mcp_tighten_process(struct spec_process *p, struct policy_report *r)
 /* mcp.json (mcp-audit.json when audit) resolved for a bounding set and this machine. */
 int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *out, struct cm_error **err);
 
+/* The Landlock layer (profile_landlock.c): from the mounts under the mcp profiles (`mcp`), or
+ * only the deny list (`mcp` false: every access but the denied paths). Nothing when neither. */
+void policy_landlock_derive(const struct spec *s, bool mcp, struct spec_landlock *out, struct policy_report *r);
+
 /* Refuse a bind mount whose host source is sensitive (bind_policy.c). `source` as written in
  * the config; `bundle` resolves a relative one. */
 int policy_check_bind_source(const char *source, const char *bundle, struct cm_error **err);
