@@ -69,7 +69,18 @@ void landlock_rules_free(struct landlock_rule *r, size_t n) {
 }
 
 /* Take fd as a rule on `path`: rights a non-directory cannot hold are dropped (the kernel refuses
- * them), and a rule left with none is not kept. Consumes fd. */
+ * them), and a rule left with none is not kept. Without `typed` the fd is not looked at now (no
+ * deny list needs its inode): prepare_layer drops those rights if the kernel refuses them. That
+ * saves an fstat per rule on every start. Consumes fd. */
+static int rules_add_untyped(struct rule_list *r, const char *path, int fd, uint64_t access) {
+  struct landlock_rule *grown = realloc(r->v, (r->n + 1) * sizeof(*grown));
+  if (grown == NULL)
+    abort();
+  r->v = grown;
+  r->v[r->n++] = (struct landlock_rule){.path = strdup(path), .fd = fd, .access = access};
+  return 0;
+}
+
 static int rules_add(struct rule_list *r, const char *path, int fd, uint64_t access, struct cm_error **err) {
   struct stat st;
   if (fstat(fd, &st) < 0) {
@@ -87,7 +98,7 @@ static int rules_add(struct rule_list *r, const char *path, int fd, uint64_t acc
   if (grown == NULL)
     abort();
   r->v = grown;
-  r->v[r->n++] = (struct landlock_rule){strdup(path), fd, access, st.st_dev, st.st_ino};
+  r->v[r->n++] = (struct landlock_rule){strdup(path), fd, access, st.st_dev, st.st_ino, true};
   return 0;
 }
 
@@ -257,8 +268,10 @@ int landlock_rules_resolve(const struct spec_landlock *l, const char *cwd, struc
     uint64_t access = l->paths[i].access;
     if (denied.n == 0) {
       int fd, o = open_rule_path(path, 0, &fd, err);
-      if (o < 0 || (o == 0 && rules_add(&r, path, fd, access, err) < 0))
+      if (o < 0)
         goto out;
+      if (o == 0)
+        rules_add_untyped(&r, path, fd, access);
       continue;
     }
     char canon[PATH_MAX];
@@ -358,7 +371,14 @@ static int prepare_layer(const struct spec_landlock *l, const char *cwd, int *ou
   int rc = 0;
   for (size_t k = 0; k < nr && rc == 0; k++) {
     struct ll_path_beneath_attr pb = {.allowed_access = rules[k].access, .parent_fd = rules[k].fd};
-    if (syscall(SYS_landlock_add_rule, rfd, LL_RULE_PATH_BENEATH, &pb, 0) < 0)
+    long added = syscall(SYS_landlock_add_rule, rfd, LL_RULE_PATH_BENEATH, &pb, 0);
+    struct stat st;
+    /* A file (a bind-mounted /etc/hosts, /dev/tty) cannot hold directory rights: drop them. */
+    if (added < 0 && errno == EINVAL && !rules[k].typed && fstat(rules[k].fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
+      pb.allowed_access &= LL_FS_FILE_RIGHTS;
+      added = pb.allowed_access ? syscall(SYS_landlock_add_rule, rfd, LL_RULE_PATH_BENEATH, &pb, 0) : 0;
+    }
+    if (added < 0)
       rc = cm_error_set(err, errno, "landlock (%s): rule on %s (access 0x%" PRIx64 ")", src, rules[k].path,
                         rules[k].access);
   }

@@ -9,6 +9,7 @@
 #ifndef CM_LINUX_LANDLOCK_H
 #define CM_LINUX_LANDLOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -57,6 +58,7 @@ struct landlock_rule {
   uint64_t access;
   dev_t dev;
   ino_t ino;
+  bool typed; /* dev, ino read and access fitted to the file type (always with a deny list) */
 };
 int landlock_rules_resolve(const struct spec_landlock *l, const char *cwd, struct landlock_rule **out, size_t *n,
                            struct cm_error **err);

@@ -31,6 +31,8 @@
 
 #define DEV_NODE_RIGHTS (LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE | LL_FS_READ_DIR)
 #define TERMINAL_RIGHTS (DEV_NODE_RIGHTS | LL_FS_IOCTL_DEV)
+/* ptmx, tty, console are nodes: a rule on a file holds only file rights (the kernel refuses more). */
+#define TERMINAL_NODE_RIGHTS (TERMINAL_RIGHTS & LL_FS_FILE_RIGHTS)
 
 static bool type_is(const struct spec_mount *m, const char *t) {
   return m->type && strcmp(m->type, t) == 0;
@@ -94,9 +96,10 @@ void policy_landlock_derive(const struct spec *s, bool mcp, struct spec_landlock
     spec_landlock_add_path(out, "/dev", DEV_NODE_RIGHTS);
     for (size_t i = 0; i < s->n_mounts; i++)
       set_path(out, s->mounts[i].destination, mount_rights(&s->mounts[i]));
-    static const char *const terminals[] = {"/dev/pts", "/dev/ptmx", "/dev/tty", "/dev/console"};
+    spec_landlock_add_path(out, "/dev/pts", TERMINAL_RIGHTS);
+    static const char *const terminals[] = {"/dev/ptmx", "/dev/tty", "/dev/console"};
     for (size_t i = 0; i < sizeof(terminals) / sizeof(terminals[0]); i++)
-      spec_landlock_add_path(out, terminals[i], TERMINAL_RIGHTS);
+      spec_landlock_add_path(out, terminals[i], TERMINAL_NODE_RIGHTS);
   }
   for (size_t i = 0; i < s->landlock_deny.count; i++)
     spec_landlock_add_deny(out, s->landlock_deny.items[i]);
