@@ -200,7 +200,10 @@ static int landlock_layers(const struct create_options *o, const struct spec *s,
   *n = 0;
   *abi = 0;
   bool profile = o->landlock && o->landlock->present;
-  bool asked = s->landlock && s->landlock->present;
+  /* A document whose rights all resolve to nothing ({"abi": 3, "ruleset": [{"scoped":
+   * ["abi.all"]}]}: no scope before ABI 6) restricts nothing: no layer. */
+  const uint64_t *h = s->landlock ? s->landlock->handled : NULL;
+  bool asked = h && s->landlock->present && (h[0] | h[1] | h[2]);
   if (!profile && !asked)
     return 0;
   *abi = landlock_abi();

@@ -304,6 +304,17 @@ add_bind_cfg() {
   [ -z "$(ls -A "$ROOT")" ]
 }
 
+@test "landlock annotation: a ruleset whose rights resolve to none (scopes at ABI 3) adds no layer; exec works" {
+  set_landlock '{"abi": 3, "ruleset": [{"scoped": ["abi.all"]}]}'
+  set_args sleep 60
+  run_cm run --detach --bundle "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ ! -e "$ROOT/$CID/landlock.json" ]
+  run_cm exec "$CID" /probe read /etc/passwd
+  [ "$status" -eq 0 ]
+  says "read /etc/passwd" ok
+}
+
 # --- reporting ------------------------------------------------------------------------------------
 
 @test "landlock: features reports the ABI; policy explain prints the effective rules" {
