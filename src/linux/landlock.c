@@ -241,8 +241,8 @@ static int way_entries(struct rule_list *r, const struct node *w, const struct n
   return rc;
 }
 
-int landlock_rules_resolve(const struct spec_landlock *l, const char *cwd, struct landlock_rule **out, size_t *n,
-                           struct cm_error **err) {
+int landlock_rules_resolve(const struct spec_landlock *l, const char *cwd, struct landlock_rule **out,
+                           size_t *n, struct cm_error **err) {
   struct rule_list r = {0};
   struct node_list denied = {0}, way = {0};
   int rc = -1;
@@ -374,7 +374,8 @@ static int prepare_layer(const struct spec_landlock *l, const char *cwd, int *ou
     long added = syscall(SYS_landlock_add_rule, rfd, LL_RULE_PATH_BENEATH, &pb, 0);
     struct stat st;
     /* A file (a bind-mounted /etc/hosts, /dev/tty) cannot hold directory rights: drop them. */
-    if (added < 0 && errno == EINVAL && !rules[k].typed && fstat(rules[k].fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    if (added < 0 && errno == EINVAL && !rules[k].typed && fstat(rules[k].fd, &st) == 0 &&
+        !S_ISDIR(st.st_mode)) {
       pb.allowed_access &= LL_FS_FILE_RIGHTS;
       added = pb.allowed_access ? syscall(SYS_landlock_add_rule, rfd, LL_RULE_PATH_BENEATH, &pb, 0) : 0;
     }
@@ -394,8 +395,8 @@ static int prepare_layer(const struct spec_landlock *l, const char *cwd, int *ou
   return 0;
 }
 
-int landlock_prepare(const struct spec_landlock *layers, size_t n, const char *cwd, struct landlock_prepared *out,
-                     struct cm_error **err) {
+int landlock_prepare(const struct spec_landlock *layers, size_t n, const char *cwd,
+                     struct landlock_prepared *out, struct cm_error **err) {
   out->n = 0;
   if (n > LANDLOCK_MAX_LAYERS)
     return cm_error_set(err, E2BIG, "landlock: %zu layers (at most %d)", n, LANDLOCK_MAX_LAYERS);

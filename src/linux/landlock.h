@@ -34,8 +34,8 @@ struct landlock_prepared {
  * now, in the caller's root, relative ones against `cwd`; a path that does not exist gives no
  * rule (it grants nothing). Done while still root, before the user switch, so a rule path the
  * process's user could not open still names what the config meant. */
-int landlock_prepare(const struct spec_landlock *layers, size_t n, const char *cwd, struct landlock_prepared *out,
-                     struct cm_error **err);
+int landlock_prepare(const struct spec_landlock *layers, size_t n, const char *cwd,
+                     struct landlock_prepared *out, struct cm_error **err);
 /* landlock_restrict_self for each prepared ruleset, in order, then close them. Needs
  * no_new_privs or CAP_SYS_ADMIN in the caller's user namespace (as seccomp does). Nothing to do
  * when nothing was prepared. */
@@ -60,8 +60,8 @@ struct landlock_rule {
   ino_t ino;
   bool typed; /* dev, ino read and access fitted to the file type (always with a deny list) */
 };
-int landlock_rules_resolve(const struct spec_landlock *l, const char *cwd, struct landlock_rule **out, size_t *n,
-                           struct cm_error **err);
+int landlock_rules_resolve(const struct spec_landlock *l, const char *cwd, struct landlock_rule **out,
+                           size_t *n, struct cm_error **err);
 void landlock_rules_free(struct landlock_rule *r, size_t n);
 
 #endif

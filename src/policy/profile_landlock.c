@@ -74,7 +74,8 @@ static void set_path(struct spec_landlock *l, const char *path, uint64_t access)
   spec_landlock_add_path(l, path, access);
 }
 
-void policy_landlock_derive(const struct spec *s, bool mcp, struct spec_landlock *out, struct policy_report *r) {
+void policy_landlock_derive(const struct spec *s, bool mcp, struct spec_landlock *out,
+                            struct policy_report *r) {
   spec_landlock_clear(out);
   if (!mcp && s->landlock_deny.count == 0)
     return;
@@ -104,10 +105,11 @@ void policy_landlock_derive(const struct spec *s, bool mcp, struct spec_landlock
   for (size_t i = 0; i < s->landlock_deny.count; i++)
     spec_landlock_add_deny(out, s->landlock_deny.items[i]);
   if (mcp)
-    policy_report_add(r,
-                      "landlock: %zu rules from the mounts (root %s), scoped signal and abstract_unix_socket, "
-                      "%zu denied paths; best effort",
-                      out->n_paths, s->root_readonly ? "read+execute" : "writable", out->deny.count);
+    policy_report_add(
+        r,
+        "landlock: %zu rules from the mounts (root %s), scoped signal and abstract_unix_socket, "
+        "%zu denied paths; best effort",
+        out->n_paths, s->root_readonly ? "read+execute" : "writable", out->deny.count);
   else
     policy_report_add(r, "landlock: %zu denied paths (everything else as the mounts allow)", out->deny.count);
 }
@@ -129,7 +131,8 @@ int policy_landlock_restrict_tcp(struct policy_result *r, const struct policy_la
                                  struct cm_error **err) {
   struct spec_landlock *l = &r->landlock;
   if (!l->present)
-    return cm_error_set(err, 0, "landlock: TCP ports need the profile's Landlock layer (profile mcp or mcp-audit)");
+    return cm_error_set(err, 0,
+                        "landlock: TCP ports need the profile's Landlock layer (profile mcp or mcp-audit)");
   l->handled[SPEC_LANDLOCK_NET] |= LL_NET_CONNECT_TCP | LL_NET_BIND_TCP;
   for (size_t i = 0; i < tcp->n_connect; i++)
     spec_landlock_add_port(l, tcp->connect[i], LL_NET_CONNECT_TCP);
@@ -177,7 +180,8 @@ void policy_landlock_describe(const struct spec *s, const struct policy_result *
     if (asked && spec_landlock_check_abi(s->landlock, kernel_abi, &e) < 0) {
       cleanup_free char *msg = cm_error_format(e);
       cm_error_free(e);
-      policy_report_add(out, "landlock: this kernel has ABI %d: the container is refused (%s)", kernel_abi, msg);
+      policy_report_add(out, "landlock: this kernel has ABI %d: the container is refused (%s)", kernel_abi,
+                        msg);
     } else {
       policy_report_add(out, "landlock: enforced at ABI %d (this kernel)%s", kernel_abi,
                         profile && kernel_abi < SPEC_LANDLOCK_ABI_KNOWN

@@ -21,14 +21,22 @@ struct right {
 };
 
 static const struct right fs_rights[] = {
-    {"execute", LL_FS_EXECUTE, 1},         {"write_file", LL_FS_WRITE_FILE, 1},
-    {"read_file", LL_FS_READ_FILE, 1},     {"read_dir", LL_FS_READ_DIR, 1},
-    {"remove_dir", LL_FS_REMOVE_DIR, 1},   {"remove_file", LL_FS_REMOVE_FILE, 1},
-    {"make_char", LL_FS_MAKE_CHAR, 1},     {"make_dir", LL_FS_MAKE_DIR, 1},
-    {"make_reg", LL_FS_MAKE_REG, 1},       {"make_sock", LL_FS_MAKE_SOCK, 1},
-    {"make_fifo", LL_FS_MAKE_FIFO, 1},     {"make_block", LL_FS_MAKE_BLOCK, 1},
-    {"make_sym", LL_FS_MAKE_SYM, 1},       {"refer", LL_FS_REFER, 2},
-    {"truncate", LL_FS_TRUNCATE, 3},       {"ioctl_dev", LL_FS_IOCTL_DEV, 5},
+    {"execute", LL_FS_EXECUTE, 1},
+    {"write_file", LL_FS_WRITE_FILE, 1},
+    {"read_file", LL_FS_READ_FILE, 1},
+    {"read_dir", LL_FS_READ_DIR, 1},
+    {"remove_dir", LL_FS_REMOVE_DIR, 1},
+    {"remove_file", LL_FS_REMOVE_FILE, 1},
+    {"make_char", LL_FS_MAKE_CHAR, 1},
+    {"make_dir", LL_FS_MAKE_DIR, 1},
+    {"make_reg", LL_FS_MAKE_REG, 1},
+    {"make_sock", LL_FS_MAKE_SOCK, 1},
+    {"make_fifo", LL_FS_MAKE_FIFO, 1},
+    {"make_block", LL_FS_MAKE_BLOCK, 1},
+    {"make_sym", LL_FS_MAKE_SYM, 1},
+    {"refer", LL_FS_REFER, 2},
+    {"truncate", LL_FS_TRUNCATE, 3},
+    {"ioctl_dev", LL_FS_IOCTL_DEV, 5},
     {NULL, 0, 0},
 };
 static const struct right net_rights[] = {
@@ -214,12 +222,13 @@ int spec_landlock_check_abi(const struct spec_landlock *l, int kernel_abi, struc
                         "list): the ruleset cannot be enforced",
                         src);
   if (l->abi > kernel_abi)
-    return cm_error_set(err, 0, "%s: \"abi\": %d needs Landlock ABI %d; this kernel has ABI %d (lower \"abi\" to %d)",
+    return cm_error_set(err, 0,
+                        "%s: \"abi\": %d needs Landlock ABI %d; this kernel has ABI %d (lower \"abi\" to %d)",
                         src, l->abi, l->abi, kernel_abi, kernel_abi);
   if (l->groups_beyond_known)
-    return cm_error_set(err, 0,
-                        "%s: \"abi\": %d: codemode knows the abi.* groups up to ABI %d only (name the rights)", src,
-                        l->abi, SPEC_LANDLOCK_ABI_KNOWN);
+    return cm_error_set(
+        err, 0, "%s: \"abi\": %d: codemode knows the abi.* groups up to ABI %d only (name the rights)", src,
+        l->abi, SPEC_LANDLOCK_ABI_KNOWN);
   for (int k = 0; k < SPEC_LANDLOCK_KINDS; k++) {
     for (int b = 0; b < 64; b++) {
       uint64_t bit = 1ULL << b;
@@ -228,7 +237,8 @@ int spec_landlock_check_abi(const struct spec_landlock *l, int kernel_abi, struc
       int need = spec_landlock_right_abi(k, bit);
       if (need == 0 && kernel_abi <= SPEC_LANDLOCK_ABI_KNOWN)
         return cm_error_set(err, 0,
-                            "%s: %s 0x%" PRIx64 " is not a %s of Landlock ABI %d or older; this kernel has ABI %d "
+                            "%s: %s 0x%" PRIx64
+                            " is not a %s of Landlock ABI %d or older; this kernel has ABI %d "
                             "(remove it)",
                             src, kind_fields[k], bit, kind_words[k], kernel_abi, kernel_abi);
       if (need > kernel_abi)
@@ -303,7 +313,8 @@ static int only_keys(struct jctx *c, yajl_val obj, const char *const *known, str
 }
 
 /* obj[key] as a non-empty array (schema: minItems 1). 1 present, 0 absent, -1 error. */
-static int get_nonempty_array(struct jctx *c, yajl_val obj, const char *key, yajl_val *out, struct cm_error **err) {
+static int get_nonempty_array(struct jctx *c, yajl_val obj, const char *key, yajl_val *out,
+                              struct cm_error **err) {
   int r = jget_array(c, obj, key, out, err);
   if (r == 1 && (*out)->u.array.len == 0) {
     size_t mark = jpush_key(c, key);
@@ -329,13 +340,15 @@ static int parse_access_item(struct jctx *c, yajl_val v, enum spec_landlock_kind
   if (strncmp(name, "abi.", 4) == 0) {
     const char *group = name + 4;
     bool fs = k == SPEC_LANDLOCK_FS;
-    if (strcmp(group, "all") != 0 && !(fs && (strcmp(group, "read_execute") == 0 || strcmp(group, "read_write") == 0))) {
+    if (strcmp(group, "all") != 0 &&
+        !(fs && (strcmp(group, "read_execute") == 0 || strcmp(group, "read_write") == 0))) {
       cleanup_free char *known = known_names(k);
       return jerr(c, err, "unknown group \"%s\" (known: %s)", name, known);
     }
     /* A group means "every such right of ABI N": without N it has no meaning. */
     if (out->abi == 0)
-      return jerr(c, err, "\"%s\" needs the document's \"abi\" (the Landlock ABI whose rights it means)", name);
+      return jerr(c, err, "\"%s\" needs the document's \"abi\" (the Landlock ABI whose rights it means)",
+                  name);
     int abi = out->abi;
     if (abi > SPEC_LANDLOCK_ABI_KNOWN) {
       out->groups_beyond_known = true;
@@ -434,8 +447,8 @@ static int parse_variables(struct jctx *c, yajl_val arr, struct parse_state *ps,
 
 /* Expand "${name}" references (each one over every value of its variable; "$$" is a '$') into
  * the paths of one `parent` entry. */
-static int expand_template(struct jctx *c, const struct parse_state *ps, const char *t, struct spec_strv *prefixes,
-                           struct cm_error **err) {
+static int expand_template(struct jctx *c, const struct parse_state *ps, const char *t,
+                           struct spec_strv *prefixes, struct cm_error **err) {
   for (const char *p = t; *p;) {
     const char *dollar = strchr(p, '$');
     size_t lit_len = dollar ? (size_t)(dollar - p) : strlen(p);
@@ -468,7 +481,8 @@ static int expand_template(struct jctx *c, const struct parse_state *ps, const c
     for (size_t i = 0; i < prefixes->count; i++) {
       for (size_t k = 0; k < nvals; k++) {
         char *s = NULL;
-        if (asprintf(&s, "%s%.*s%s", prefixes->items[i], (int)add_len, add, var ? var->values.items[k] : "") < 0)
+        if (asprintf(&s, "%s%.*s%s", prefixes->items[i], (int)add_len, add, var ? var->values.items[k] : "") <
+            0)
           abort();
         strv_add(&next, s);
       }
@@ -486,8 +500,8 @@ static int parse_path_beneath(struct jctx *c, yajl_val arr, struct parse_state *
     size_t mark = jpush_index(c, i);
     uint64_t access = 0;
     yajl_val parents;
-    if (jval_object(c, v, err) < 0 || only_keys(c, v, keys, err) < 0 || jrequire(c, v, "allowedAccess", err) < 0 ||
-        jrequire(c, v, "parent", err) < 0 ||
+    if (jval_object(c, v, err) < 0 || only_keys(c, v, keys, err) < 0 ||
+        jrequire(c, v, "allowedAccess", err) < 0 || jrequire(c, v, "parent", err) < 0 ||
         parse_access(c, v, "allowedAccess", SPEC_LANDLOCK_FS, ps->out, &access, err) < 0 ||
         get_nonempty_array(c, v, "parent", &parents, err) < 0)
       return -1;
@@ -526,8 +540,8 @@ static int parse_net_port(struct jctx *c, yajl_val arr, struct parse_state *ps, 
     size_t mark = jpush_index(c, i);
     uint64_t access = 0;
     yajl_val ports;
-    if (jval_object(c, v, err) < 0 || only_keys(c, v, keys, err) < 0 || jrequire(c, v, "allowedAccess", err) < 0 ||
-        jrequire(c, v, "port", err) < 0 ||
+    if (jval_object(c, v, err) < 0 || only_keys(c, v, keys, err) < 0 ||
+        jrequire(c, v, "allowedAccess", err) < 0 || jrequire(c, v, "port", err) < 0 ||
         parse_access(c, v, "allowedAccess", SPEC_LANDLOCK_NET, ps->out, &access, err) < 0 ||
         get_nonempty_array(c, v, "port", &ports, err) < 0)
       return -1;

@@ -60,7 +60,8 @@
 
 /* The rights that apply to a file itself (the only ones a rule on a non-directory may hold);
  * the others are checked on the directory holding the entry. */
-#define LL_FS_FILE_RIGHTS (LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV)
+#define LL_FS_FILE_RIGHTS                                                                                    \
+  (LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV)
 
 enum spec_landlock_kind { SPEC_LANDLOCK_FS, SPEC_LANDLOCK_NET, SPEC_LANDLOCK_SCOPE, SPEC_LANDLOCK_KINDS };
 
@@ -76,7 +77,7 @@ struct spec_landlock_port_rule {
 /* One ruleset: one landlock_restrict_self layer. */
 struct spec_landlock {
   bool present;
-  int abi;        /* the document's "abi" (it fixes what abi.* groups mean); 0: not given */
+  int abi; /* the document's "abi" (it fixes what abi.* groups mean); 0: not given */
   /* abi.* groups were used with an "abi" newer than SPEC_LANDLOCK_ABI_KNOWN: resolved as the
    * known groups, so the ruleset may say less than its author meant; refused at create. */
   bool groups_beyond_known;

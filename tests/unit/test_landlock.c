@@ -54,12 +54,14 @@ static const struct spec_landlock_path_rule *rule(const struct spec_landlock *l,
 static void test_groups_follow_the_abi(void **state) {
   (void)state;
   struct spec_landlock l;
-  parse_ok("{\"abi\":1,\"pathBeneath\":[{\"allowedAccess\":[\"abi.read_execute\"],\"parent\":[\"/usr\"]}]}", &l);
+  parse_ok("{\"abi\":1,\"pathBeneath\":[{\"allowedAccess\":[\"abi.read_execute\"],\"parent\":[\"/usr\"]}]}",
+           &l);
   assert_int_equal(rule(&l, "/usr")->access, LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR);
   /* The handled set is completed with every right a rule uses. */
   assert_int_equal(l.handled[SPEC_LANDLOCK_FS], LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR);
   spec_landlock_clear(&l);
-  parse_ok("{\"abi\":2,\"pathBeneath\":[{\"allowedAccess\":[\"abi.read_execute\"],\"parent\":[\"/usr\"]}]}", &l);
+  parse_ok("{\"abi\":2,\"pathBeneath\":[{\"allowedAccess\":[\"abi.read_execute\"],\"parent\":[\"/usr\"]}]}",
+           &l);
   assert_true(rule(&l, "/usr")->access & LL_FS_REFER);
   spec_landlock_clear(&l);
   parse_ok("{\"abi\":5,\"ruleset\":[{\"handledAccessFs\":[\"abi.all\"],\"handledAccessNet\":[\"abi.all\"],"
@@ -80,13 +82,14 @@ static void test_groups_follow_the_abi(void **state) {
 static void test_variables_ports_raw_bits_and_merging(void **state) {
   (void)state;
   struct spec_landlock l;
-  parse_ok("{\"variable\":[{\"name\":\"top\",\"literal\":[\"/a\",\"/b\"]},{\"name\":\"sub\",\"literal\":[\"x\"]},"
-           "{\"name\":\"top\",\"literal\":[\"/c\"]}],"
-           "\"pathBeneath\":[{\"allowedAccess\":[\"read_file\"],\"parent\":[\"${top}/${sub}\",\"/cost$$1\"]},"
-           "{\"allowedAccess\":[\"write_file\", 32768],\"parent\":[\"/a/x\"]}],"
-           "\"netPort\":[{\"allowedAccess\":[\"connect_tcp\"],\"port\":[443,80]},"
-           "{\"allowedAccess\":[\"bind_tcp\"],\"port\":[80]}]}",
-           &l);
+  parse_ok(
+      "{\"variable\":[{\"name\":\"top\",\"literal\":[\"/a\",\"/b\"]},{\"name\":\"sub\",\"literal\":[\"x\"]},"
+      "{\"name\":\"top\",\"literal\":[\"/c\"]}],"
+      "\"pathBeneath\":[{\"allowedAccess\":[\"read_file\"],\"parent\":[\"${top}/${sub}\",\"/cost$$1\"]},"
+      "{\"allowedAccess\":[\"write_file\", 32768],\"parent\":[\"/a/x\"]}],"
+      "\"netPort\":[{\"allowedAccess\":[\"connect_tcp\"],\"port\":[443,80]},"
+      "{\"allowedAccess\":[\"bind_tcp\"],\"port\":[80]}]}",
+      &l);
   assert_int_equal(l.n_paths, 4);
   assert_int_equal(rule(&l, "/a/x")->access, LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_IOCTL_DEV);
   assert_non_null(rule(&l, "/b/x"));
@@ -102,8 +105,9 @@ static void test_variables_ports_raw_bits_and_merging(void **state) {
 
 static void test_errors_name_the_path(void **state) {
   (void)state;
-  parse_fails("{\"ruleset\":[{\"handledAccessFs\":[\"read_file\",\"wirte_file\"]}]}",
-              "ann: .ruleset[0].handledAccessFs[1]: unknown filesystem access right \"wirte_file\" (known: abi.all");
+  parse_fails(
+      "{\"ruleset\":[{\"handledAccessFs\":[\"read_file\",\"wirte_file\"]}]}",
+      "ann: .ruleset[0].handledAccessFs[1]: unknown filesystem access right \"wirte_file\" (known: abi.all");
   parse_fails("{\"netPort\":[{\"allowedAccess\":[\"connect_tcp\"],\"port\":[70000]}]}",
               "ann: .netPort[0].port[0]: must be an integer between 0 and 65535");
   parse_fails("{\"netPort\":[{\"allowedAccess\":[\"read_file\"],\"port\":[1]}]}",
@@ -114,8 +118,10 @@ static void test_errors_name_the_path(void **state) {
   parse_fails("{\"pathBeneath\":[{\"allowedAccess\":[\"abi.all\"],\"parent\":[\"/\"]}]}",
               "\"abi.all\" needs the document's \"abi\"");
   parse_fails("{\"ruleset\":[{}]}", ".ruleset[0]: an empty ruleset");
-  parse_fails("{\"abi\":0,\"ruleset\":[{\"scoped\":[\"signal\"]}]}", ".abi: must be an integer between 1 and");
-  parse_fails("{\"Ruleset\":[]}", ".Ruleset: unknown field (known: abi, variable, ruleset, pathBeneath, netPort)");
+  parse_fails("{\"abi\":0,\"ruleset\":[{\"scoped\":[\"signal\"]}]}",
+              ".abi: must be an integer between 1 and");
+  parse_fails("{\"Ruleset\":[]}",
+              ".Ruleset: unknown field (known: abi, variable, ruleset, pathBeneath, netPort)");
   parse_fails("{\"pathBeneath\":[{\"allowedAccess\":[\"read_file\"],\"parent\":[\"${nope}\"]}]}",
               ".pathBeneath[0].parent[0]: \"${nope}\": unknown variable \"nope\"");
   parse_fails("{\"variable\":[{\"name\":\"1x\"}]}", ".variable[0].name: \"1x\": a name starts with a letter");
@@ -147,7 +153,8 @@ static void check_ok(const char *json, int abi) {
 /* The kernels this one pretends to be: every right needs the ABI that introduced it. */
 static void test_requested_rights_need_their_abi(void **state) {
   (void)state;
-  const char *ioctl = "{\"pathBeneath\":[{\"allowedAccess\":[\"read_file\",\"ioctl_dev\"],\"parent\":[\"/dev\"]}]}";
+  const char *ioctl =
+      "{\"pathBeneath\":[{\"allowedAccess\":[\"read_file\",\"ioctl_dev\"],\"parent\":[\"/dev\"]}]}";
   check_fails(ioctl, 4, "ann: handledAccessFs \"ioctl_dev\" needs Landlock ABI 5; this kernel has ABI 4");
   check_ok(ioctl, 5);
   check_fails("{\"ruleset\":[{\"handledAccessFs\":[\"truncate\"]}]}", 2, "\"truncate\" needs Landlock ABI 3");
@@ -246,14 +253,18 @@ static void test_mcp_rules_follow_the_mounts(void **state) {
   assert_non_null(mkdtemp(ro_src));
   assert_non_null(mkdtemp(rw_src));
   char *json = NULL;
-  assert_true(asprintf(&json,
-                       CONFIG("{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
-                              "{\"destination\":\"/dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"},"
-                              "{\"destination\":\"/sys\",\"type\":\"sysfs\",\"source\":\"sysfs\",\"options\":[\"ro\"]},"
-                              "{\"destination\":\"/code\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"rbind\",\"ro\"]},"
-                              "{\"destination\":\"/out\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"rbind\",\"rw\",\"noexec\"]}",
-                              "\"run.codemode.landlock.deny\":\"[\\\"/out/.env\\\"]\""),
-                       ro_src, rw_src) > 0);
+  assert_true(
+      asprintf(
+          &json,
+          CONFIG("{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+                 "{\"destination\":\"/dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"},"
+                 "{\"destination\":\"/sys\",\"type\":\"sysfs\",\"source\":\"sysfs\",\"options\":[\"ro\"]},"
+                 "{\"destination\":\"/"
+                 "code\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"rbind\",\"ro\"]},"
+                 "{\"destination\":\"/"
+                 "out\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"rbind\",\"rw\",\"noexec\"]}",
+                 "\"run.codemode.landlock.deny\":\"[\\\"/out/.env\\\"]\""),
+          ro_src, rw_src) > 0);
   struct spec *s = load(json);
   struct policy_result r;
   struct cm_error *err = NULL;
@@ -269,7 +280,8 @@ static void test_mcp_rules_follow_the_mounts(void **state) {
   assert_int_equal(rule(l, "/code")->access, spec_landlock_read_execute(SPEC_LANDLOCK_ABI_KNOWN));
   /* Writable, but noexec and (forced by the profile) nodev. */
   uint64_t out = rule(l, "/out")->access;
-  assert_true(out & LL_FS_WRITE_FILE && out & LL_FS_MAKE_REG && out & LL_FS_REMOVE_FILE && out & LL_FS_TRUNCATE);
+  assert_true(out & LL_FS_WRITE_FILE && out & LL_FS_MAKE_REG && out & LL_FS_REMOVE_FILE &&
+              out & LL_FS_TRUNCATE);
   assert_false(out & (LL_FS_EXECUTE | LL_FS_IOCTL_DEV | LL_FS_MAKE_CHAR | LL_FS_MAKE_BLOCK));
   assert_int_equal(rule(l, "/proc")->access, LL_FS_READ_FILE | LL_FS_READ_DIR | LL_FS_WRITE_FILE);
   assert_int_equal(rule(l, "/sys")->access, LL_FS_READ_FILE | LL_FS_READ_DIR);
