@@ -186,8 +186,14 @@ fuzz: $(FUZZ_BINS)
 # Side-by-side start-up benchmark: codemode vs runc vs crun (tests/bench/run.sh; issue 7).
 # Reports only, never fails on timings. CI: make bench BENCH_RUNS=5
 BENCH_RUNS ?= 50
-bench: all
-	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/run.sh
+bench: all $(B)/tests/landlock_cost
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) BENCH_LANDLOCK_COST=$(abspath $(B)/tests/landlock_cost) \
+	  tests/bench/run.sh
+
+# What Landlock adds to an mcp start, step by step (issue 18): run.sh reports it.
+$(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libcodemode.a $(LDLIBS)
 
 .PHONY: bench
 

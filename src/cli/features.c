@@ -14,7 +14,7 @@ int cmd_features(struct cli_globals *g, int argc, char **argv) {
     return r < 0 ? 1 : 0;
   if (optind != argc)
     return cli_usage_error("features", "takes no arguments");
-  char *json = spec_features_json();
+  char *json = spec_features_json(runtime_landlock_abi());
   puts(json);
   free(json);
   return 0;

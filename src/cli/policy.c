@@ -40,6 +40,7 @@ int cli_policy_prepare(const struct cli_globals *g, struct create_options *o, st
     cm_debug("profile %s: %s", policy_profile_name(p), out->result.report.lines[i]);
   o->spec = out->spec;
   o->stacked_seccomp = out->result.stacked_seccomp.present ? &out->result.stacked_seccomp : NULL;
+  o->landlock = out->result.landlock.present ? &out->result.landlock : NULL;
   return 0;
 fail:
   spec_free(out->spec);
@@ -57,7 +58,8 @@ static const char help[] =
     "usage: codemode [--profile NAME] policy explain [options]\n"
     "\n"
     "Print what the effective profile (the stricter of --profile and the config's\n"
-    "run.codemode.profile annotation) changes in a bundle's config, one line per change.\n"
+    "run.codemode.profile annotation) changes in a bundle's config, one line per change,\n"
+    "then the Landlock layers the container would run under and the ABI they are enforced at.\n"
     "Exits 1 with the reason when the profile refuses the config.\n"
     "\n"
     "Options:\n"
@@ -107,6 +109,11 @@ int cmd_policy(struct cli_globals *g, int argc, char **argv) {
     printf("(no changes)\n");
   for (size_t i = 0; i < p.result.report.count; i++)
     printf("%s\n", p.result.report.lines[i]);
+  struct policy_report landlock = {0};
+  policy_landlock_describe(p.spec, &p.result, runtime_landlock_abi(), &landlock);
+  for (size_t i = 0; i < landlock.count; i++)
+    printf("%s\n", landlock.lines[i]);
+  policy_report_free(&landlock);
   cli_policy_free(&p);
   return 0;
 }

@@ -37,6 +37,8 @@ static const char usage[] =
     "  --ephemeral             writable root: an overlay with a tmpfs upper layer over the\n"
     "                          rootfs, thrown away at exit (the rootfs itself is never written)\n"
     "  --mount SRC:DST[:ro|rw] bind SRC at DST (read-only unless :rw)\n"
+    "  --deny PATH             no access at or beneath PATH in the container (repeatable),\n"
+    "                          enforced by Landlock even inside an allowed mount\n"
     "  --env K=V               set an environment variable (repeatable)\n"
     "  --cwd DIR               working directory in the container\n"
     "  --memory SIZE           memory limit (e.g. 256m, 1g)\n"
@@ -105,6 +107,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     O_GRACE,
     O_EPHEMERAL,
     O_MOUNT,
+    O_DENY,
     O_ENV,
     O_CWD,
     O_MEMORY,
@@ -125,6 +128,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       {"grace", required_argument, NULL, O_GRACE},
       {"ephemeral", no_argument, NULL, O_EPHEMERAL},
       {"mount", required_argument, NULL, O_MOUNT},
+      {"deny", required_argument, NULL, O_DENY},
       {"env", required_argument, NULL, O_ENV},
       {"cwd", required_argument, NULL, O_CWD},
       {"memory", required_argument, NULL, O_MEMORY},
@@ -153,6 +157,11 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     case O_GRACE: o->grace = parse_seconds("--grace", optarg); break;
     case O_EPHEMERAL: o->ephemeral = true; break;
     case O_MOUNT: spec_strv_push(&o->mounts, optarg); break;
+    case O_DENY:
+      if (optarg[0] != '/')
+        die_usage("--deny: \"%s\" must be an absolute path in the container", optarg);
+      spec_strv_push(&o->deny, optarg);
+      break;
     case O_ENV:
       if (strchr(optarg, '=') == NULL || optarg[0] == '=')
         die_usage("--env: \"%s\" is not K=V", optarg);

@@ -84,13 +84,17 @@ int policy_apply(struct spec *s, enum policy_profile p, const char *bundle, stru
                  struct cm_error **err) {
   memset(out, 0, sizeof(*out));
   out->profile = p;
-  if (p == POLICY_PROFILE_DEFAULT)
+  if (p == POLICY_PROFILE_DEFAULT) {
+    policy_landlock_derive(s, false, &out->landlock, &out->report); /* the deny list, if any */
     return 0;
+  }
   if (policy_mcp_apply(s, p == POLICY_PROFILE_MCP_AUDIT, bundle, out, err) < 0) {
     cm_error_prefix(err, "profile %s", policy_profile_name(p));
     policy_result_free(out);
     return -1;
   }
+  /* Last: from the mounts as the profile left them. */
+  policy_landlock_derive(s, true, &out->landlock, &out->report);
   set_annotation(s, policy_profile_name(p), &out->report);
   return 0;
 }
@@ -152,6 +156,7 @@ void policy_result_free(struct policy_result *r) {
   if (r == NULL)
     return;
   spec_seccomp_clear(&r->stacked_seccomp);
+  spec_landlock_clear(&r->landlock);
   for (size_t i = 0; i < r->report.count; i++)
     free(r->report.lines[i]);
   free(r->report.lines);

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "spec/landlock_config.h"
 #include "spec/spec.h"
 #include "util/error.h"
 
@@ -43,6 +44,10 @@ struct policy_result {
   enum policy_profile profile;
   /* A second seccomp filter to stack on the config's own (present == false: none). */
   struct spec_seccomp stacked_seccomp;
+  /* The profile's Landlock layer (profile_landlock.c), derived from the mounts the config ends up
+   * with, plus the deny list; best effort. present == false: none. The config's own
+   * run.codemode.landlock layer stays in spec.landlock and is enforced on top. */
+  struct spec_landlock landlock;
   struct policy_report report;
 };
 
@@ -64,6 +69,29 @@ int policy_apply_exec(const char *requested, const char *recorded, struct spec_p
  * applies: r is clamped in place (each change one line in *report) or refused with the reason. */
 int policy_apply_update(const char *requested, const char *recorded, struct spec_resources *r,
                         struct policy_report *report, struct cm_error **err);
+/* codemode-run --ephemeral: the root is made writable after the profile (an overlay over a
+ * throwaway tmpfs): root.readonly false, and the Landlock layer's root gets a writable mount's
+ * rights. */
+void policy_root_made_writable(struct spec *s, struct policy_result *r, const char *why);
+
+/* The egress allowlist (issue 16) passes the TCP ports of its broker here: where the kernel has
+ * Landlock ABI >= 4, the profile's layer then allows connect(2) only to `connect` and bind(2)
+ * only to `bind` (none: no TCP bind at all). Without this call no TCP right is handled: the
+ * container's network namespace has only lo, and port rules cannot tell loopback from the
+ * world, so they would only break a server talking to itself. Needs the profile's layer. */
+struct policy_landlock_tcp {
+  const uint16_t *connect;
+  size_t n_connect;
+  const uint16_t *bind;
+  size_t n_bind;
+};
+int policy_landlock_restrict_tcp(struct policy_result *r, const struct policy_landlock_tcp *tcp,
+                                 struct cm_error **err);
+
+/* The Landlock layers of a tightened config and their rules, as `policy explain` prints them,
+ * with what the kernel's ABI `kernel_abi` (runtime_landlock_abi) makes of them. */
+void policy_landlock_describe(const struct spec *s, const struct policy_result *r, int kernel_abi,
+                              struct policy_report *out);
 void policy_report_free(struct policy_report *r);
 
 /* Report helpers (used by the rule files). */

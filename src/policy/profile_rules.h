@@ -23,6 +23,9 @@ int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *
  * the child judge every source on its fd (spec.hardening). */
 int policy_mcp_tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r,
                               struct cm_error **err);
+/* The Landlock layer (profile_landlock.c): from the mounts under the mcp profiles (`mcp`), or
+ * only the deny list (`mcp` false: every access but the denied paths). Nothing when neither. */
+void policy_landlock_derive(const struct spec *s, bool mcp, struct spec_landlock *out, struct policy_report *r);
 
 /* Refuse a bind mount whose host source is sensitive (bind_policy.c). `source` as written in
  * the config; `bundle` resolves a relative one. */

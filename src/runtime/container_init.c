@@ -258,8 +258,11 @@ static void reset_signals(void) {
 }
 
 /* The policy's filter first: the config's own may deny seccomp(2), and the order does not change
- * the outcome (the kernel runs every filter and the strictest action wins). */
-static int load_seccomp_filters(const struct init_config *c, struct cm_error **err) {
+ * the outcome (the kernel runs every filter and the strictest action wins). Landlock just
+ * before them, so a strict filter need not allow its syscalls. */
+static int load_seccomp_filters(const struct init_config *c, struct landlock_prepared *ll, struct cm_error **err) {
+  if (landlock_enforce(ll, err) < 0)
+    return -1;
   if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, err) < 0)
     return cm_error_prefix(err, "policy profile");
   if (c->seccomp && seccomp_program_load(c->seccomp, err) < 0)
@@ -363,11 +366,19 @@ static void container_init(const struct init_config *c, bool oom_set) {
   if (!c->exec_direct && exec_trampoline_prepare(&trampoline, exe, p->args.items, &err) < 0)
     fail(sync_fd, err);
 
+  /* Landlock's rulesets, made while every mount is final and we are still root, before READY so
+   * a rule create cannot honour fails create; enforced with the filters. */
+  struct landlock_prepared ll = {0};
+  if (landlock_prepare(c->landlock, c->n_landlock, p->cwd, &ll, &err) < 0)
+    fail(sync_fd, err);
+
   /* A NOTIFY filter's listener fd must reach linux.seccomp.listenerPath, and only the runtime
    * that is with us now can send it: load the filters before READY, as runc does. The steps
    * left (start fifo, startContainer hooks, user switch, capset, execve) then run under them. */
   bool seccomp_early = c->seccomp && c->seccomp->notify;
   if (seccomp_early) {
+    if (landlock_enforce(&ll, &err) < 0)
+      fail(sync_fd, err);
     if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
       fail(sync_fd, err);
     int listener = seccomp_program_load(c->seccomp, &err);
@@ -405,7 +416,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
   }
   /* Without no_new_privs, loading a filter needs CAP_SYS_ADMIN: load it while we still have it
    * (the spec's order); with no_new_privs, load it last so it filters only the container. */
-  if (!seccomp_early && !p->no_new_privileges && load_seccomp_filters(c, &err) < 0)
+  if (!seccomp_early && !p->no_new_privileges && load_seccomp_filters(c, &ll, &err) < 0)
     goto exec_failed;
   if (user_switch(&p->user, &err) < 0 || caps_apply(&p->capabilities, &err) < 0)
     goto exec_failed;
@@ -417,7 +428,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
     goto exec_failed;
   if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
     goto exec_failed;
-  if (!seccomp_early && p->no_new_privileges && load_seccomp_filters(c, &err) < 0)
+  if (!seccomp_early && p->no_new_privileges && load_seccomp_filters(c, &ll, &err) < 0)
     goto exec_failed;
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     goto exec_failed;

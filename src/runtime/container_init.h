@@ -10,6 +10,7 @@
 #define CM_RUNTIME_CONTAINER_INIT_H
 
 #include <stdbool.h>
+#include "linux/landlock.h"
 #include "linux/seccomp.h"
 #include "spec/spec.h"
 
@@ -34,6 +35,10 @@ struct init_config {
   /* The policy profile's filter, loaded just before `seccomp` (which may deny seccomp(2)
    * itself); NULL: none. */
   const struct seccomp_program *seccomp_stacked;
+  /* Landlock layers (linux/landlock.h), checked for this kernel: made before READY, enforced
+   * just before the filters; n_landlock 0: none. */
+  const struct spec_landlock *landlock;
+  size_t n_landlock;
 };
 
 /* Shared with exec (runtime/exec_process.c), both run inside the container's root:

@@ -107,6 +107,10 @@ static int keep_config(int dirfd, const struct create_options *o, const char *bu
 
 struct create_run {
   const struct runtime_context *ctx;
+  /* The Landlock layers init enforces, kept for exec (landlock.json); landlock_abi: enforced at. */
+  const struct spec_landlock *landlock;
+  size_t n_landlock;
+  int landlock_abi;
   const struct create_options *opts;
   const struct spec *spec;
   struct container_state st;
@@ -180,6 +184,65 @@ static int send_seccomp_listener(struct create_run *r, int listener, struct cm_e
   return 0;
 }
 
+/* exec applies exactly the layers init got (runtime/exec.c): never fewer, never looser. */
+static int keep_landlock(const struct create_run *r, struct cm_error **err) {
+  if (r->n_landlock == 0)
+    return 0;
+  cleanup_free char *json = spec_landlock_kept_json(r->landlock, r->n_landlock, r->landlock_abi);
+  return write_file_atomic(r->dirfd, "landlock.json", json, strlen(json), 0600, err);
+}
+
+/* The Landlock layers for init, checked against this kernel before anything exists: the config's
+ * run.codemode.landlock is refused where the kernel lacks a right it names (fail closed); the
+ * profile's layer drops what the kernel lacks (best effort), or is skipped without Landlock. */
+static int landlock_layers(const struct create_options *o, const struct spec *s, struct spec_landlock out[2],
+                           size_t *n, int *abi, struct cm_error **err) {
+  *n = 0;
+  *abi = 0;
+  bool profile = o->landlock && o->landlock->present;
+  /* A document whose rights all resolve to nothing ({"abi": 3, "ruleset": [{"scoped":
+   * ["abi.all"]}]}: no scope before ABI 6) restricts nothing: no layer. */
+  const uint64_t *h = s->landlock ? s->landlock->handled : NULL;
+  bool asked = h && s->landlock->present && (h[0] | h[1] | h[2]);
+  if (!profile && !asked)
+    return 0;
+  *abi = landlock_abi();
+  if (asked && spec_landlock_check_abi(s->landlock, *abi, err) < 0)
+    return -1;
+  if (profile && *abi > 0) {
+    spec_landlock_copy(&out[*n], o->landlock);
+    spec_landlock_mask_abi(&out[*n], *abi);
+    (*n)++;
+  } else if (profile) {
+    cm_debug("landlock: not available on this kernel: the %s layer is not enforced", o->landlock->source);
+  }
+  if (asked)
+    spec_landlock_copy(&out[(*n)++], s->landlock);
+  if (*n)
+    cm_debug("landlock: %zu layer(s) enforced at ABI %d", *n, *abi);
+  return 0;
+}
+
+int runtime_landlock_abi(void) {
+  return landlock_abi();
+}
+
+/* The state's annotations: the config's, and the ABI the Landlock layers are enforced at. */
+static struct spec_kv *annotations_with_landlock(const struct spec *s, int abi, char *abi_text, size_t len,
+                                                 struct spec_kv_list *out) {
+  snprintf(abi_text, len, "%d", abi);
+  struct spec_kv *items = calloc(s->annotations.count + 1, sizeof(*items));
+  if (items == NULL)
+    abort();
+  size_t n = 0;
+  for (size_t i = 0; i < s->annotations.count; i++)
+    if (strcmp(s->annotations.items[i].key, SPEC_LANDLOCK_ABI_ANNOTATION) != 0)
+      items[n++] = s->annotations.items[i];
+  items[n++] = (struct spec_kv){(char *)SPEC_LANDLOCK_ABI_ANNOTATION, abi_text};
+  *out = (struct spec_kv_list){items, n};
+  return items;
+}
+
 /* Drive stage1 and init until READY. */
 static int drive_child(struct create_run *r, struct cm_error **err) {
   if (!r->cgroup_done && sync_send(r->sock, SYNC_CGROUP_JOINED, 0, NULL, -1, err) < 0)
@@ -207,7 +270,7 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
   }
   if (r->cgroup && cgroup_apply_resources(r->cgroup, &r->spec->linux_, err) < 0)
     return -1;
-  if (keep_config(r->dirfd, r->opts, r->st.bundle, err) < 0)
+  if (keep_config(r->dirfd, r->opts, r->st.bundle, err) < 0 || keep_landlock(r, err) < 0)
     return -1;
   for (;;) {
     struct sync_msg m;
@@ -312,6 +375,10 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
                          .console_master = -1};
   struct seccomp_program seccomp = {0}, seccomp_stacked = {0};
   bool has_seccomp = false, has_stacked = false;
+  struct spec_landlock landlock[2];
+  size_t n_landlock = 0;
+  struct spec_kv *annotations = NULL; /* borrowed strings, our array */
+  char landlock_abi_text[16];
   int child_sock = -1;
   int rc = -1;
 
@@ -345,6 +412,10 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     }
     has_stacked = true;
   }
+  if (landlock_layers(opts, s, landlock, &n_landlock, &r.landlock_abi, err) < 0)
+    goto out;
+  r.landlock = landlock;
+  r.n_landlock = n_landlock;
   r.dirfd = state_dir_create(ctx->root, opts->id, err);
   if (r.dirfd < 0)
     goto out;
@@ -354,6 +425,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   r.st.created = strdup(created);
   r.st.owner = strdup("");
   r.st.annotations = s->annotations;
+  if (n_landlock)
+    annotations = annotations_with_landlock(s, r.landlock_abi, landlock_abi_text, sizeof(landlock_abi_text),
+                                            &r.st.annotations);
   test_pause_at("state-dir");
 
   /* `run` starts at once over the sync socket: no fifo (one file fewer to create on /run). */
@@ -446,6 +520,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .loopback_by_runtime = r.loopback_by_runtime,
         .seccomp = has_seccomp ? &seccomp : NULL,
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
+        .landlock = landlock,
+        .n_landlock = n_landlock,
     };
     if (direct)
       container_init_direct(&ic);
@@ -508,6 +584,9 @@ out:
   if (has_stacked)
     seccomp_program_free(&seccomp_stacked);
   r.st.annotations = (struct spec_kv_list){0};
+  free(annotations);
+  for (size_t i = 0; i < n_landlock; i++)
+    spec_landlock_clear(&landlock[i]);
   container_state_clear(&r.st);
   spec_free(loaded);
   return rc;

@@ -167,6 +167,31 @@ static void process_fallbacks(struct spec_process *p, struct spec_process *from)
   }
 }
 
+/* The Landlock layers init was given (kept by create): the exec'd process gets the same ones.
+ * The state says whether there are any; when it says so, a missing or unreadable file refuses
+ * the exec rather than run it looser than init. */
+static int load_kept_landlock(const struct container *c, struct spec_landlock **layers, size_t *n,
+                              struct cm_error **err) {
+  *layers = NULL;
+  *n = 0;
+  if (spec_kv_get(&c->st.annotations, SPEC_LANDLOCK_ABI_ANNOTATION) == NULL)
+    return 0;
+  cleanup_close int fd = openat(c->dirfd, "landlock.json", O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0)
+    return cm_error_set(err, errno, "exec refused: the container's Landlock rules (landlock.json in its state) are missing");
+  cleanup_free char *json = malloc((size_t)st.st_size + 1);
+  if (json == NULL)
+    abort();
+  ssize_t len = read(fd, json, (size_t)st.st_size);
+  if (len < 0)
+    return cm_error_set(err, errno, "exec refused: read the container's Landlock rules");
+  int abi;
+  if (spec_landlock_kept_parse(json, (size_t)len, "landlock.json", layers, n, &abi, err) < 0)
+    return cm_error_prefix(err, "exec refused: the container's Landlock rules");
+  return 0;
+}
+
 static struct spec *load_kept_config(int dirfd, struct cm_error **err) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/self/fd/%d/config.json", dirfd);
@@ -248,6 +273,8 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   struct spec *s = NULL;
   struct spec_process *loaded = NULL;
   struct seccomp_program seccomp = {0}, seccomp_stacked = {0};
+  struct spec_landlock *landlock = NULL;
+  size_t n_landlock = 0;
   const struct spec_seccomp *stacked_spec = NULL;
   bool has_seccomp = false, has_stacked = false;
   int pidfd = -1, child_sock = -1;
@@ -322,6 +349,9 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
     }
   }
 
+  if (load_kept_landlock(&c, &landlock, &n_landlock, err) < 0)
+    goto out;
+
   /* CVE-2019-5736: the exec'd process is a copy of us until its execve. Where non-dumpable
    * plus the exec trampoline do not cover it (selfclone.h), re-exec from a sealed copy now,
    * before anything names the container's init (does not return). */
@@ -394,6 +424,8 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
         .exec_direct = exec_direct,
         .seccomp = has_seccomp ? &seccomp : NULL,
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
+        .landlock = landlock,
+        .n_landlock = n_landlock,
     };
     memcpy(cc.ns_fds, ns_fds, sizeof(ns_fds));
     exec_stage1(&cc);
@@ -427,6 +459,9 @@ out:
     seccomp_program_free(&seccomp);
   if (has_stacked)
     seccomp_program_free(&seccomp_stacked);
+  for (size_t i = 0; i < n_landlock; i++)
+    spec_landlock_clear(&landlock[i]);
+  free(landlock);
   spec_process_free(loaded);
   spec_free(s);
   container_close(&c);

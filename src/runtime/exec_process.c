@@ -134,8 +134,16 @@ static void exec_child(const struct exec_child_config *c) {
   if (!c->exec_direct && exec_trampoline_prepare(&trampoline, exe, p->args.items, &err) < 0)
     fail(sync_fd, err);
 
+  /* The container's Landlock layers, made while still root (as init made them) and enforced
+   * where the filters are loaded: the same domain rules as init's, never fewer. */
+  struct landlock_prepared ll = {0};
+  if (landlock_prepare(c->landlock, c->n_landlock, p->cwd, &ll, &err) < 0)
+    fail(sync_fd, err);
+
   /* The container's filter, in the same order as its init: without no_new_privs it must be
    * loaded while CAP_SYS_ADMIN is still held. */
+  if (!p->no_new_privileges && landlock_enforce(&ll, &err) < 0)
+    fail(sync_fd, err);
   if (c->seccomp_stacked && !p->no_new_privileges && seccomp_program_load(c->seccomp_stacked, &err) < 0)
     fail(sync_fd, err);
   if (c->seccomp && !p->no_new_privileges) {
@@ -155,6 +163,8 @@ static void exec_child(const struct exec_child_config *c) {
   if (fds_verify_cwd_inside_root(&err) < 0)
     fail(sync_fd, err);
   if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
+    fail(sync_fd, err);
+  if (p->no_new_privileges && landlock_enforce(&ll, &err) < 0)
     fail(sync_fd, err);
   if (c->seccomp_stacked && p->no_new_privileges && seccomp_program_load(c->seccomp_stacked, &err) < 0)
     fail(sync_fd, err);

@@ -9,6 +9,7 @@
 #ifndef CM_RUNTIME_EXEC_PROCESS_H
 #define CM_RUNTIME_EXEC_PROCESS_H
 
+#include "linux/landlock.h"
 #include "linux/seccomp.h"
 #include "spec/spec.h"
 
@@ -24,6 +25,9 @@ struct exec_child_config {
   const struct seccomp_program *seccomp; /* NULL: none */
   /* A policy profile's filter, loaded just before `seccomp` as in init; NULL: none. */
   const struct seccomp_program *seccomp_stacked;
+  /* The container's Landlock layers, as kept at create (the same as init's); n_landlock 0: none. */
+  const struct spec_landlock *landlock;
+  size_t n_landlock;
 };
 
 /* Never returns. */

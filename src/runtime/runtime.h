@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 #include "cgroup/cgroup.h"
+#include "spec/landlock_config.h"
 #include "spec/spec.h"
 #include "util/error.h"
 
@@ -32,6 +33,10 @@ struct create_options {
   /* A second seccomp filter stacked on linux.seccomp (a policy profile's); NULL: none. Both are
    * loaded, so on every syscall the stricter answer wins. */
   const struct spec_seccomp *stacked_seccomp;
+  /* A policy profile's Landlock layer (best effort: what the kernel lacks is dropped), enforced
+   * with the config's own run.codemode.landlock layer (refused where the kernel lacks a right);
+   * NULL: none. */
+  const struct spec_landlock *landlock;
   /* The caller has already made things a re-exec would leak or repeat (codemode-run), so create
    * must not re-exec from the sealed copy (linux/selfclone.h): the caller decided that first. */
   bool no_reexec;
@@ -132,6 +137,9 @@ struct container_summary {
 int runtime_list(const struct runtime_context *ctx, struct container_summary **out, size_t *n,
                  struct cm_error **err);
 void container_summaries_free(struct container_summary *s, size_t n);
+
+/* The running kernel's Landlock ABI (0: none), for `features` and `policy explain`. */
+int runtime_landlock_abi(void);
 
 /* Signal names and numbers: "9", "KILL", "SIGKILL", "sigkill". */
 int signal_parse(const char *s, struct cm_error **err);

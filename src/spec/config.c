@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "spec/json_util.h"
+#include "spec/landlock_config.h"
 #include "util/cleanup.h"
 
 static int check_oci_version(struct jctx *c, const char *version, struct cm_error **err) {
@@ -115,6 +116,28 @@ static int parse_hooks(struct jctx *c, yajl_val obj, struct spec *s, struct cm_e
   return 0;
 }
 
+/* Landlock for any caller (Docker, containerd, Kubernetes pod annotations): the ruleset in the
+ * landlockconfig format and the paths to deny, checked here so a bad one fails before anything
+ * is made, with the JSON path inside the annotation. */
+static int parse_landlock_annotations(struct jctx *c, struct spec *s, struct cm_error **err) {
+  const char *v = spec_kv_get(&s->annotations, SPEC_LANDLOCK_ANNOTATION);
+  char label[256];
+  if (v) {
+    snprintf(label, sizeof(label), "%s: .annotations[\"%s\"]", c->label, SPEC_LANDLOCK_ANNOTATION);
+    s->landlock = xcalloc(1, sizeof(*s->landlock));
+    if (spec_landlock_parse(v, strlen(v), label, s->landlock, err) < 0)
+      return -1;
+    /* (spec_landlock_parse labelled it with the same text) */
+  }
+  v = spec_kv_get(&s->annotations, SPEC_LANDLOCK_DENY_ANNOTATION);
+  if (v) {
+    snprintf(label, sizeof(label), "%s: .annotations[\"%s\"]", c->label, SPEC_LANDLOCK_DENY_ANNOTATION);
+    if (spec_landlock_parse_deny(v, strlen(v), label, &s->landlock_deny, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
 static int parse_spec(struct jctx *c, yajl_val root, struct spec *s, struct cm_error **err) {
   if (jval_object(c, root, err) < 0)
     return -1;
@@ -165,6 +188,8 @@ static int parse_spec(struct jctx *c, yajl_val root, struct spec *s, struct cm_e
   }
 
   if (jget_kv(c, root, "annotations", &s->annotations, err) < 0)
+    return -1;
+  if (parse_landlock_annotations(c, s, err) < 0)
     return -1;
 
   r = jget_object(c, root, "linux", &sub, err);
@@ -233,6 +258,11 @@ void spec_free(struct spec *s) {
     free(s->hooks[k].items);
   }
   spec_kv_list_free(&s->annotations);
+  if (s->landlock) {
+    spec_landlock_clear(s->landlock);
+    free(s->landlock);
+  }
+  spec_strv_free(&s->landlock_deny);
   spec_linux_clear(&s->linux_);
   free(s);
 }

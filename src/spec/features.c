@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "spec/json_gen.h"
+#include "spec/landlock_config.h"
 #include "spec/json_util.h"
 
 static void gen_capabilities(yajl_gen g) {
@@ -124,7 +125,7 @@ static void gen_linux(yajl_gen g) {
   yajl_gen_map_close(g);
 }
 
-char *spec_features_json(void) {
+char *spec_features_json(int landlock_abi) {
   yajl_gen g = gen_new_pretty("    ");
   yajl_gen_map_open(g);
   gen_kv_str(g, "ociVersionMin", "1.0.0");
@@ -145,6 +146,15 @@ char *spec_features_json(void) {
   snprintf(version, sizeof(version), "%u.%u.%u", v->major, v->minor, v->micro);
   gen_kv_str(g, "io.github.seccomp.libseccomp.version", version);
   gen_kv_str(g, "io.github.codemode.version", CODEMODE_VERSION);
+  /* Landlock: the ABI this kernel enforces (0: none), the newest one codemode knows the rights
+   * of, and the annotations that ask for it (codemode-profiles(5)). */
+  char abi[16];
+  snprintf(abi, sizeof(abi), "%d", landlock_abi);
+  gen_kv_str(g, "run.codemode.landlock.abi", abi);
+  snprintf(abi, sizeof(abi), "%d", SPEC_LANDLOCK_ABI_KNOWN);
+  gen_kv_str(g, "run.codemode.landlock.abi.known", abi);
+  gen_kv_str(g, "run.codemode.landlock.annotations", SPEC_LANDLOCK_ANNOTATION " (landlockconfig JSON), "
+             SPEC_LANDLOCK_DENY_ANNOTATION " (JSON array of paths)");
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   return gen_finish(g);

@@ -328,6 +328,10 @@ struct spec {
   size_t n_mounts;
   struct spec_hook_list hooks[SPEC_HOOK_KIND_COUNT];
   struct spec_kv_list annotations;
+  /* annotations["run.codemode.landlock"] parsed (spec/landlock_config.h); NULL: none. */
+  struct spec_landlock *landlock;
+  /* annotations["run.codemode.landlock.deny"] and codemode-run --deny: absolute, cleaned. */
+  struct spec_strv landlock_deny;
   bool has_linux;
   struct spec_linux linux_;
   struct spec_hardening hardening;
@@ -368,7 +372,7 @@ char *spec_default_json(bool rootless);
  * profile enforces them on any config. */
 extern const char *const spec_default_masked_paths[];
 extern const char *const spec_default_readonly_paths[];
-/* The OCI features document (`codemode features`). */
-char *spec_features_json(void);
+/* The OCI features document (`codemode features`); landlock_abi: the kernel's (0: none). */
+char *spec_features_json(int landlock_abi);
 
 #endif

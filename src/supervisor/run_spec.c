@@ -112,6 +112,14 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
   for (size_t i = 0; i < o->mounts.count; i++)
     if (add_bind(s, o->mounts.items[i], err) < 0)
       return -1;
+  /* --deny: the profile's Landlock layer carves these out of the trees it allows. */
+  for (size_t i = 0; i < o->deny.count; i++) {
+    bool dotdot = false;
+    cleanup_free char *clean = path_clean_absolute(o->deny.items[i], &dotdot);
+    if (clean == NULL)
+      return cm_error_set(err, 0, "--deny %s: must not contain ..", o->deny.items[i]);
+    spec_strv_push(&s->landlock_deny, clean);
+  }
   struct spec_resources *res = &s->linux_.resources;
   if (o->memory) {
     res->present = res->memory.present = true;

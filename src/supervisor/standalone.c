@@ -91,6 +91,9 @@ int supervisor_run_standalone(struct run_options *o) {
   if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
       policy_apply(s, profile, bundle, &pol, &err) < 0)
     goto out_err;
+  /* Writes land in the throwaway upper layer: the rootfs on disk stays as it was. */
+  if (o->ephemeral)
+    policy_root_made_writable(s, &pol, "--ephemeral");
   for (size_t i = 0; i < pol.report.count; i++)
     cm_debug("profile %s: %s", policy_profile_name(profile), pol.report.lines[i]);
   if (o->explain) {
@@ -100,14 +103,17 @@ int supervisor_run_standalone(struct run_options *o) {
       printf("%s\n", pol.report.lines[i]);
     if (o->ephemeral)
       printf("root: an overlay with a throwaway tmpfs upper layer (--ephemeral): writable, never saved\n");
+    struct policy_report landlock = {0};
+    policy_landlock_describe(s, &pol, runtime_landlock_abi(), &landlock);
+    for (size_t i = 0; i < landlock.count; i++)
+      printf("%s\n", landlock.lines[i]);
+    policy_report_free(&landlock);
     rc = 0;
     goto out;
   }
   if (o->ephemeral) {
     if (run_spec_ephemeral_root(s, bundle, &plan, &err) < 0)
       goto out_err;
-    /* Writes land in the throwaway upper layer: the rootfs on disk stays as it was. */
-    s->root_readonly = false;
     cm_debug("--ephemeral: root writable through an overlay at %s", s->root_path);
   }
 
@@ -135,7 +141,8 @@ int supervisor_run_standalone(struct run_options *o) {
                               .start_at_once = true,
                               .spec = s,
                               .no_reexec = true,
-                              .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL};
+                              .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL,
+                              .landlock = pol.landlock.present ? &pol.landlock : NULL};
   struct created_container cc = {.pid = -1, .console_master = -1, .start_sock = -1};
   int created = runtime_create(&ctx, &co, &cc, &err);
   if (o->idle_timeout > 0) {

@@ -26,6 +26,7 @@ struct run_options {
   double timeout, idle_timeout, grace;
   bool ephemeral;
   struct spec_strv mounts, env;
+  struct spec_strv deny; /* --deny: absolute paths in the container (Landlock) */
   const char *cwd;
   int64_t memory;
   int64_t pids;

@@ -20,7 +20,9 @@ codemode=${CODEMODE:-$top/build/codemode}
 
 has_codemode=0
 case " $runtimes " in *" codemode "*) has_codemode=1 ;; esac
-keys="run csd exec"
+keys="run"
+[ "$has_codemode" = 1 ] && keys+=" run_landlock"
+keys+=" csd exec"
 [ "$has_codemode" = 1 ] && keys+=" oneshot oneshot_mcp"
 keys+=" rss"
 for n in $scale; do keys+=" create$n"; done
@@ -28,6 +30,7 @@ for n in $scale; do keys+=" create$n"; done
 label() {
   case $1 in
     run) echo 'run /bin/true' ;;
+    run_landlock) echo 'run /bin/true, with the mcp profile'"'"'s Landlock layer' ;;
     csd) echo 'create + start + delete -f' ;;
     exec) echo 'exec /bin/true (container running)' ;;
     oneshot) echo 'codemode-run --profile default (others: their `run`)' ;;
@@ -128,6 +131,21 @@ ratio() {
     fi
     echo "$row"
   done
+  # Landlock on an mcp start (issue 18, goal: at most 0.3 ms added to run).
+  a=$(median run codemode) b=$(median run_landlock codemode)
+  ll_rt=$(median landlock_runtime codemode) ll_init=$(median landlock_init codemode)
+  if [ -n "$ll_init" ]; then
+    echo
+    printf 'Landlock on an mcp start (medians of 200 steps, tests/bench/landlock_cost.c): init opens the rule\n'
+    printf 'paths, makes and enforces the ruleset in %.3f ms; the runtime derives, checks and keeps it in %.3f ms,\n' \
+      "$ll_init" "$ll_rt"
+    printf 'mostly (landlock.json) while init sets up'
+    if [ -n "$a" ] && [ -n "$b" ]; then
+      awk -v a="$a" -v b="$b" 'BEGIN { printf ". `run` with the layer minus without: %+.2f ms (the rows above; noisier).\n", b - a }'
+    else
+      echo "."
+    fi
+  fi
 } >"$md"
 
 # The chart: medians per metric, one bar per runtime; latencies and RSS in two panels.

@@ -4,7 +4,10 @@
 # Measures, per runtime, with hyperfine: `run` of /bin/true; create + start + delete --force
 # (youki's method); `exec` of /bin/true into a running container; `codemode-run` one-shot (codemode
 # only: --profile default, and the mcp profile where its cgroup controllers exist); peak RSS of
-# `run` (/usr/bin/time %M); `create` with 1, 10 and 100 containers already running. Writes
+# `run` (/usr/bin/time %M); `create` with 1, 10 and 100 containers already running; what Landlock
+# adds to a start under the mcp profile (codemode only: `run` with the mcp profile's Landlock rules
+# as an annotation, and the runtime's and init's shares timed step by step by
+# BENCH_LANDLOCK_COST). Writes
 # tests/bench/results/latest.md (also printed) and latest.png; the raw hyperfine JSON goes to
 # tests/bench/results/raw/. Timings are reported, never judged: the exit status is non-zero only
 # when something failed (a runtime could not run a container, codemode is not built, or the
@@ -18,6 +21,7 @@
 #   BENCH_RUNTIMES   which runtimes, in table order (default "crun runc codemode")
 #   BENCH_SCALE      running-container counts for the create measurement (default "1 10 100")
 #   CODEMODE         codemode binary (default build/codemode); CODEMODE_RUN: codemode-run binary
+#   BENCH_LANDLOCK_COST  tests/bench/landlock_cost.c built (make bench builds it; unset: not measured)
 #   BENCH_RESULTS    output directory (default tests/bench/results)
 #   BENCH_TIMEOUT    seconds after which one runtime command counts as hung (default 20)
 #
@@ -169,11 +173,49 @@ bench_log "building the busybox bundle in $work"
 bench_make_bundles "$work"
 true_bundle=$work/true
 sleep_bundle=$work/sleep
+# The same bundle with the mcp profile's Landlock layer (derived for it) as its annotation: `run`
+# then makes and enforces exactly that ruleset, without the profile's cgroup limits, which this
+# host's cgroup2 view cannot delegate.
+landlock_bundle=
+landlock_cost=${BENCH_LANDLOCK_COST:-}
+if [ -n "$landlock_cost" ] && [ -x "$landlock_cost" ]; then
+  landlock_bundle=$work/true-landlock
+  cp -a "$true_bundle" "$landlock_bundle"
+  layer=$("$landlock_cost" "$true_bundle" print)
+  bundle_jq "$landlock_bundle" '.annotations["run.codemode.landlock"] = $l' --arg l "$layer"
+fi
 
 measure_run() {
   local name=$1 id=${prefix}run
   once "${RT[@]}" run --bundle "$true_bundle" "$id" || { fail run "$name" run; return 1; }
   hf run "$name" -N "$(q "${RT[@]}" run --bundle "$true_bundle" "$id")" || true
+}
+
+# run with the mcp profile's Landlock layer (codemode only): compare with the run row.
+measure_run_landlock() {
+  local name=$1 id=${prefix}runll
+  if [ "$name" != codemode ]; then
+    record run_landlock "$name" na - - - - ""
+    return
+  fi
+  if [ -z "$landlock_bundle" ]; then
+    record run_landlock "$name" skip - - - - "BENCH_LANDLOCK_COST not given (make bench builds it)"
+    return
+  fi
+  once "${RT[@]}" run --bundle "$landlock_bundle" "$id" || { fail run_landlock "$name" run; return; }
+  hf run_landlock "$name" -N "$(q "${RT[@]}" run --bundle "$landlock_bundle" "$id")" || true
+}
+
+# The runtime's and init's shares of Landlock on an mcp start, step by step (medians of 200).
+measure_landlock_steps() {
+  local out
+  [ -n "$landlock_bundle" ] || return 0
+  if ! out=$("$landlock_cost" "$true_bundle" time 200 2>>"$errlog"); then
+    fail landlock_init codemode "landlock_cost"
+    return
+  fi
+  record landlock_runtime codemode ok "${out% *}" 0 "${out% *}" "${out% *}" ""
+  record landlock_init codemode ok "${out#* }" 0 "${out#* }" "${out#* }" ""
 }
 
 measure_create_start_delete() {
@@ -289,7 +331,7 @@ declare -A usable=() running=()
 for name in $runtimes; do
   if ! use_runtime "$name"; then
     bench_log "$name: not installed / not built; skipped"
-    for key in run csd exec oneshot oneshot_mcp rss; do record "$key" "$name" skip - - - - "$name: not available"; done
+    for key in run run_landlock csd exec oneshot oneshot_mcp rss; do record "$key" "$name" skip - - - - "$name: not available"; done
     for n in $scale; do record "create$n" "$name" skip - - - - "$name: not available"; done
     [ "$name" = codemode ] && failures=$((failures + 1))
     continue
@@ -302,7 +344,7 @@ done
 # Metric by metric, all runtimes back to back; the timed metrics in $rounds rounds, the runtimes
 # in turn within each: this VM's speed drifts by 15% within minutes, and a runtime measured in one
 # block would get its own share of it (the ratios moved by 0.1 between runs that way).
-for key in run csd exec oneshot oneshot_mcp rss; do
+for key in run run_landlock csd exec oneshot oneshot_mcp rss; do
   bench_log "measuring $key"
   n_rounds=$rounds
   [ "$key" != rss ] || n_rounds=1
@@ -318,10 +360,11 @@ for key in run csd exec oneshot oneshot_mcp rss; do
         if ! measure_run "$name"; then
           # Everything else needs a working `run`; don't wait out a timeout per measurement.
           usable[$name]=
-          for k in csd exec oneshot oneshot_mcp rss; do record "$k" "$name" skip - - - - "skipped: run fails"; done
+          for k in run_landlock csd exec oneshot oneshot_mcp rss; do record "$k" "$name" skip - - - - "skipped: run fails"; done
           for n in $scale; do record "create$n" "$name" skip - - - - "skipped: run fails"; done
         fi
         ;;
+      run_landlock) measure_run_landlock "$name" ;;
       csd) measure_create_start_delete "$name" ;;
       exec) measure_exec "$name" ;;
       oneshot | oneshot_mcp) measure_oneshot "$name" "$key" ;;
@@ -332,6 +375,12 @@ for key in run csd exec oneshot oneshot_mcp rss; do
   round=
   for name in $runtimes; do pool "$key" "$name"; done
 done
+
+if [ -n "${usable[codemode]:-}" ]; then
+  bench_log "measuring Landlock's steps"
+  use_runtime codemode
+  measure_landlock_steps
+fi
 
 for n in $scale; do
   bench_log "measuring create with $n running"

@@ -101,11 +101,14 @@ static bool json_array_has(yajl_val arr, const char *s) {
 }
 
 static void test_features(void **state) {
-  char *json = spec_features_json();
+  char *json = spec_features_json(5);
   char errbuf[256];
   yajl_val tree = yajl_tree_parse(json, errbuf, sizeof(errbuf));
   if (tree == NULL)
     fail_msg("features is not valid JSON: %s", errbuf);
+  /* The kernel's Landlock ABI, as given. */
+  const char *abi_path[] = {"annotations", "run.codemode.landlock.abi", NULL};
+  assert_string_equal(YAJL_GET_STRING(yajl_tree_get(tree, abi_path, yajl_t_string)), "5");
   const char *max_path[] = {"ociVersionMax", NULL};
   assert_string_equal(YAJL_GET_STRING(yajl_tree_get(tree, max_path, yajl_t_string)), SPEC_OCI_VERSION);
   const char *hooks_path[] = {"hooks", NULL};
