@@ -61,13 +61,13 @@ B := build/san-$(subst $(comma),-,$(SANITIZE))
 endif
 LIB_SRCS  := $(sort $(wildcard src/util/*.c src/spec/*.c src/policy/*.c src/linux/*.c src/cgroup/*.c src/runtime/*.c \
                           src/supervisor/*.c))
-CLI_SRCS  := $(sort $(filter-out src/cli/run_standalone.c,$(wildcard src/cli/*.c)))
+CLI_SRCS  := $(sort $(filter-out src/cli/run_standalone.c src/cli/image.c,$(wildcard src/cli/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/codemode $(B)/codemode-run
+all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -86,6 +86,16 @@ $(B)/codemode: $(CLI_OBJS) $(B)/libcodemode.a
 # the library, whose src/supervisor/ part runs the container's life.
 $(B)/codemode-run: $(B)/src/cli/run_standalone.o $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) $(BIN_LDFLAGS) -o $@ $< $(B)/libcodemode.a $(LDLIBS) -lm
+
+# codemode-image (issue 17): images without Docker. Its own binary, linked shared with libcurl,
+# libarchive and libcrypto, so that none of them is ever on the container start path (codemode
+# and codemode-run stay static and exec it for pull/images/rmi and --image).
+IMAGE_PKGS := libcurl libarchive libcrypto
+IMAGE_SRCS := $(sort $(wildcard src/image/*.c))
+IMAGE_OBJS := $(IMAGE_SRCS:%.c=$(B)/%.o) $(B)/src/cli/image.o
+$(IMAGE_OBJS): CFLAGS += $(shell pkg-config --cflags $(IMAGE_PKGS))
+$(B)/codemode-image: $(IMAGE_OBJS) $(B)/libcodemode.a
+	$(CC) $(LDFLAGS) -o $@ $(IMAGE_OBJS) $(B)/libcodemode.a $(LDLIBS) $(shell pkg-config --libs $(IMAGE_PKGS))
 
 # The same objects linked against the shared glibc, for the valgrind suite: memcheck replaces
 # malloc through the loader, which a static binary does not have. `make check` builds it.
@@ -129,6 +139,7 @@ check-v2: all $(UNIT_BINS)
 install: all
 	install -D -m 0755 $(B)/codemode $(DESTDIR)$(BINDIR)/codemode
 	install -D -m 0755 $(B)/codemode-run $(DESTDIR)$(BINDIR)/codemode-run
+	install -D -m 0755 $(B)/codemode-image $(DESTDIR)$(BINDIR)/codemode-image
 	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; \
 	  s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 	@for p in seccomp-profiles/*.json; do [ -e "$$p" ] || continue; \
@@ -148,7 +159,7 @@ deps:
 	scripts/install-deps.sh all
 
 .PHONY: all unit unit-bins check check-v2 install clean format quickstart deps
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(IMAGE_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
 
 # Fuzzing (tests/fuzz): make fuzz [FUZZ_SECONDS=60]. Each tests/fuzz/fuzz_*.c is a libFuzzer
 # target built with clang, ASan and UBSan against the parser sources it needs; FUZZ_SECONDS=0
