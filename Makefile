@@ -44,7 +44,7 @@ comma     := ,
 WERROR    ?= -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra $(WERROR) -Wno-unused-parameter -fno-strict-aliasing \
-             -D_GNU_SOURCE -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" \
+             -D_GNU_SOURCE -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" -DCODEMODE_BINDIR=\"$(BINDIR)\" \
              -iquote src $(PKG_CFLAGS)
 LDLIBS    += $(DEP_LIBS)
 ifneq ($(SANITIZE),)

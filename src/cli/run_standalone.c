@@ -3,6 +3,7 @@
  *
  *   codemode-run [OPTIONS] BUNDLE [-- CMD ARGS…]
  *   codemode-run [OPTIONS] --rootfs DIR [-- CMD ARGS…]
+ *   codemode-run [OPTIONS] --image REF [-- CMD ARGS…]
  *
  * stdio is the container's, untouched (no tty; codemode-run writes nothing to stdout, its
  * diagnostics go to stderr) unless --idle-timeout asks us to watch the bytes. Profile mcp by
@@ -20,6 +21,7 @@
 static const char usage[] =
     "usage: codemode-run [OPTIONS] BUNDLE [-- CMD ARGS...]\n"
     "       codemode-run [OPTIONS] --rootfs DIR [-- CMD ARGS...]\n"
+    "       codemode-run [OPTIONS] --image REF [-- CMD ARGS...]\n"
     "\n"
     "Create, start and wait for a container; exit with its status (128+N if killed by signal N,\n"
     "124 on timeout, 125 if it could not run); always delete it. stdio is passed through untouched.\n"
@@ -31,6 +33,14 @@ static const char usage[] =
     "                          config's; built in: default, mcp, mcp-audit); the profile's own\n"
     "                          filter is still stacked on top\n"
     "  --rootfs DIR            run DIR with a generated config (needs -- CMD ARGS)\n"
+    "  --image REF             run an image: oci:DIR[:TAG], docker-archive:FILE or\n"
+    "                          [REGISTRY/]NAME[:TAG][@DIGEST], pulled into the store once;\n"
+    "                          its Entrypoint/Cmd/Env/WorkingDir/User are the process\n"
+    "                          (-- CMD replaces Cmd); root: a throwaway overlay\n"
+    "  --entrypoint CMD        with --image: replaces the image's Entrypoint (and Cmd)\n"
+    "  --pull missing|always|never  with --image: when to pull (default missing)\n"
+    "  --store DIR             the image store (default /var/lib/codemode, rootless\n"
+    "                          $XDG_DATA_HOME/codemode)\n"
     "  --timeout SECONDS       wall clock limit: SIGTERM, then SIGKILL after the grace period\n"
     "  --idle-timeout SECONDS  stop after SECONDS without a byte on stdin or stdout\n"
     "  --grace SECONDS         between SIGTERM and SIGKILL (default 5)\n"
@@ -100,6 +110,10 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     O_EXPLAIN,
     O_SECCOMP,
     O_ROOTFS,
+    O_IMAGE,
+    O_ENTRYPOINT,
+    O_PULL,
+    O_STORE,
     O_TIMEOUT,
     O_IDLE,
     O_GRACE,
@@ -120,6 +134,10 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       {"explain", no_argument, NULL, O_EXPLAIN},
       {"seccomp", required_argument, NULL, O_SECCOMP},
       {"rootfs", required_argument, NULL, O_ROOTFS},
+      {"image", required_argument, NULL, O_IMAGE},
+      {"entrypoint", required_argument, NULL, O_ENTRYPOINT},
+      {"pull", required_argument, NULL, O_PULL},
+      {"store", required_argument, NULL, O_STORE},
       {"timeout", required_argument, NULL, O_TIMEOUT},
       {"idle-timeout", required_argument, NULL, O_IDLE},
       {"grace", required_argument, NULL, O_GRACE},
@@ -148,6 +166,18 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     case O_EXPLAIN: o->explain = true; break;
     case O_SECCOMP: o->seccomp = optarg; break;
     case O_ROOTFS: o->rootfs = optarg; break;
+    case O_IMAGE: o->image = optarg; break;
+    case O_ENTRYPOINT: o->entrypoint = optarg; break;
+    case O_PULL:
+      if (strcmp(optarg, "missing") != 0 && strcmp(optarg, "always") != 0 && strcmp(optarg, "never") != 0)
+        die_usage("--pull: \"%s\" must be missing, always or never", optarg);
+      o->pull = optarg;
+      break;
+    case O_STORE:
+      if (optarg[0] != '/')
+        die_usage("--store: \"%s\" must be absolute", optarg);
+      o->store = optarg;
+      break;
     case O_TIMEOUT: o->timeout = parse_seconds("--timeout", optarg); break;
     case O_IDLE: o->idle_timeout = parse_seconds("--idle-timeout", optarg); break;
     case O_GRACE: o->grace = parse_seconds("--grace", optarg); break;
@@ -191,9 +221,13 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     default: fputs(usage, stderr); exit(EXIT_RUN_ERROR);
     }
   }
-  /* getopt consumes a "--" that directly follows our options (the --rootfs form). */
+  if (o->image && o->rootfs)
+    die_usage("%s", "--image and --rootfs: give one of them");
+  if ((o->entrypoint || o->pull) && !o->image)
+    die_usage("%s", "--entrypoint and --pull go with --image");
+  /* getopt consumes a "--" that directly follows our options (the --rootfs and --image forms). */
   bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
-  if (dashdash && !o->rootfs)
+  if (dashdash && !o->rootfs && !o->image)
     die_usage("%s", "missing BUNDLE before --");
   if (dashdash) {
     o->cmd = argv + optind;
@@ -202,9 +236,9 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       die_usage("%s", "-- must be followed by a command");
     return;
   }
-  if (!o->rootfs) {
+  if (!o->rootfs && !o->image) {
     if (optind >= argc || strcmp(argv[optind], "--") == 0)
-      die_usage("%s", "missing BUNDLE (or --rootfs DIR)");
+      die_usage("%s", "missing BUNDLE (or --rootfs DIR, or --image REF)");
     o->bundle = argv[optind++];
   }
   if (optind < argc) {

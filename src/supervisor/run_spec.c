@@ -19,12 +19,12 @@
 #include "supervisor/supervisor.h"
 #include "util/cleanup.h"
 
-/* --rootfs: a bundle dir holding the default config (written to disk: the runtime keeps a copy
+/* --rootfs (and --image): a bundle dir holding the default config (written to disk: the runtime keeps a copy
  * of the config file for exec and hooks), root.path pointing at DIR. */
-int run_spec_generate_bundle(const struct run_options *o, struct cleanup_plan *plan, struct cm_error **err) {
+int run_spec_generate_bundle(const char *flag, const char *dir, struct cleanup_plan *plan, struct cm_error **err) {
   char rootfs[PATH_MAX];
-  if (realpath(o->rootfs, rootfs) == NULL)
-    return cm_error_set(err, errno, "--rootfs %s", o->rootfs);
+  if (realpath(dir, rootfs) == NULL)
+    return cm_error_set(err, errno, "%s %s", flag, dir);
   snprintf(plan->tmp_bundle, sizeof(plan->tmp_bundle), "/tmp/codemode-run.XXXXXX");
   if (mkdtemp(plan->tmp_bundle) == NULL) {
     plan->tmp_bundle[0] = '\0';
@@ -98,7 +98,7 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
     return cm_error_set(err, 0, "config.json: .process: missing");
   /* stdio is the caller's pipes; a tty would need a console socket and mangle the bytes. */
   p->terminal = false;
-  if (o->cmd) {
+  if (o->cmd && !o->image) { /* with --image, run_image_prepare combined it with the Entrypoint */
     spec_strv_free(&p->args);
     for (int i = 0; i < o->n_cmd; i++)
       spec_strv_push(&p->args, o->cmd[i]);
@@ -201,7 +201,7 @@ int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_p
 bool run_spec_needs_sealed_copy(const struct run_options *o) {
   struct cm_error *ignored = NULL;
   struct spec *s;
-  if (o->rootfs) {
+  if (o->rootfs || o->image) {
     cleanup_free char *json = spec_default_json(false);
     s = spec_load_string(json, strlen(json), "default config", &ignored);
   } else {

@@ -55,6 +55,7 @@ int supervisor_run_standalone(struct run_options *o) {
   int rc = EXIT_RUN_ERROR;
   struct spec *s = NULL;
   struct policy_result pol = {0};
+  struct run_image image = {.lock_fd = -1};
   char bundle[PATH_MAX];
 
   if (container_id_validate(o->id, &err) < 0)
@@ -75,9 +76,12 @@ int supervisor_run_standalone(struct run_options *o) {
       return fail(err);
     }
   }
-  if (o->rootfs && run_spec_generate_bundle(o, &plan, &err) < 0)
+  if (o->rootfs && run_spec_generate_bundle("--rootfs", o->rootfs, &plan, &err) < 0)
     goto out_err;
-  const char *b = o->rootfs ? plan.tmp_bundle : o->bundle;
+  /* --image: the bundle's rootfs is the image's; the process is set from its config below. */
+  if (o->image && run_spec_generate_bundle("--image", "/", &plan, &err) < 0)
+    goto out_err;
+  const char *b = o->rootfs || o->image ? plan.tmp_bundle : o->bundle;
   if (realpath(b, bundle) == NULL) {
     cm_error_set(&err, errno, "bundle %s", b);
     goto out_err;
@@ -85,7 +89,7 @@ int supervisor_run_standalone(struct run_options *o) {
   char cfg[PATH_MAX + 16];
   snprintf(cfg, sizeof(cfg), "%s/config.json", bundle);
   s = spec_load_file(cfg, "config.json", &err);
-  if (s == NULL || run_spec_apply_options(s, o, &err) < 0)
+  if (s == NULL || (o->image && run_image_prepare(s, o, &image, &err) < 0) || run_spec_apply_options(s, o, &err) < 0)
     goto out_err;
   enum policy_profile profile;
   if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
@@ -98,12 +102,14 @@ int supervisor_run_standalone(struct run_options *o) {
     printf("profile: %s\n", policy_profile_name(profile));
     for (size_t i = 0; i < pol.report.count; i++)
       printf("%s\n", pol.report.lines[i]);
-    if (o->ephemeral)
+    if (o->ephemeral || o->image)
       printf("root: an overlay with a throwaway tmpfs upper layer (--ephemeral): writable, never saved\n");
     rc = 0;
     goto out;
   }
-  if (o->ephemeral) {
+  /* An image's rootfs in the store is shared by every run: never written, so always under a
+   * throwaway upper layer. */
+  if (o->ephemeral || o->image) {
     if (run_spec_ephemeral_root(s, bundle, &plan, &err) < 0)
       goto out_err;
     /* Writes land in the throwaway upper layer: the rootfs on disk stays as it was. */
@@ -191,6 +197,7 @@ out_err:
 out:
   if (s)
     spec_free(s);
+  run_image_release(&image);
   policy_result_free(&pol);
   if (plan.ephemeral_dir[0]) {
     umount2(plan.ephemeral_dir, MNT_DETACH);

@@ -34,8 +34,13 @@ struct run_options {
   const char *id;
   const char *root;
   bool debug;
-  char **cmd; /* after "--"; NULL: the config's */
+  char **cmd; /* after "--"; NULL: the config's (or the image's Cmd) */
   int n_cmd;
+  /* --image REF: the store's read-only rootfs and the image config's process. */
+  const char *image;
+  const char *entrypoint; /* --entrypoint: replaces the image's Entrypoint (and its Cmd) */
+  const char *store;      /* --store DIR: the image store (default /var/lib/codemode…) */
+  const char *pull;       /* --pull missing|always|never */
 };
 
 /* Everything after the flags: load and tighten the config, create, start, wait, delete.
@@ -61,12 +66,22 @@ void plan_remove_leftovers(const struct cleanup_plan *plan);
 int watcher_start(const struct runtime_context *ctx, const char *id);
 
 /* run_spec.c: the command line applied to the config, before the profile tightens it. */
-int run_spec_generate_bundle(const struct run_options *o, struct cleanup_plan *plan, struct cm_error **err);
+/* A bundle in /tmp with the default config whose rootfs is dir (flag names it in errors). */
+int run_spec_generate_bundle(const char *flag, const char *dir, struct cleanup_plan *plan, struct cm_error **err);
 int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err);
 /* --ephemeral: the root becomes an overlay with a throwaway tmpfs upper layer. */
 int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err);
 /* Does the container need the runtime's sealed re-exec (linux/selfclone.h)? */
 bool run_spec_needs_sealed_copy(const struct run_options *o);
+
+/* run_image.c: --image. The process of s becomes the image's (cmd/entrypoint of o override),
+ * s->root_path its rootfs in the store, locked (shared) until run_image_release. */
+struct run_image {
+  char *rootfs;
+  int lock_fd;
+};
+int run_image_prepare(struct spec *s, const struct run_options *o, struct run_image *img, struct cm_error **err);
+void run_image_release(struct run_image *img);
 
 /* wait.c: the wait loop. */
 struct supervise_loop {
