@@ -331,22 +331,22 @@ static char *basic_header(const char *userpass) {
 /* After a 401: get a token (Bearer) or fall back to Basic with the stored credentials. */
 static int authenticate(struct registry *r, const char *challenge, struct cm_error **err) {
   if (challenge == NULL)
-    return cm_error_set(err, EACCES, "%s: 401 Unauthorized without a WWW-Authenticate challenge", r->name);
+    return cm_error_set(err, 0, "401 Unauthorized without a WWW-Authenticate challenge");
   if (strncasecmp(challenge, "Basic", 5) == 0) {
     if (r->basic == NULL)
-      return cm_error_set(err, EACCES, "%s: the registry wants a login (docker login %s, or an \"auths\" entry in "
-                                       "~/.docker/config.json)", r->name, r->host);
+      return cm_error_set(err, 0, "the registry wants a login (docker login %s, or an \"auths\" entry in "
+                                  "~/.docker/config.json)", r->host);
     free(r->bearer);
     r->bearer = basic_header(r->basic);
     return 0;
   }
   if (strncasecmp(challenge, "Bearer", 6) != 0)
-    return cm_error_set(err, EACCES, "%s: unsupported authentication scheme: %s", r->name, challenge);
+    return cm_error_set(err, 0, "unsupported authentication scheme: %s", challenge);
   cleanup_free char *realm = challenge_param(challenge, "realm");
   cleanup_free char *service = challenge_param(challenge, "service");
   cleanup_free char *scope = challenge_param(challenge, "scope");
   if (realm == NULL || strncmp(realm, "https://", 8) != 0)
-    return cm_error_set(err, EACCES, "%s: the token realm %s is not an https URL", r->name, realm ? realm : "(none)");
+    return cm_error_set(err, 0, "the token realm %s is not an https URL", realm ? realm : "(none)");
   cleanup_free char *def_scope = NULL;
   if (scope == NULL && asprintf(&def_scope, "repository:%s:pull", r->ref->repository) < 0)
     abort();
@@ -360,7 +360,7 @@ static int authenticate(struct registry *r, const char *challenge, struct cm_err
   cleanup_free char *basic = r->basic ? basic_header(r->basic) : NULL;
   int rc = http_get(r, url, NULL, basic, &res, err);
   if (rc == 0 && res.status != 200)
-    rc = cm_error_set(err, EACCES, "%s: the token service answered %ld%s", r->name, res.status,
+    rc = cm_error_set(err, 0, "the token service answered %ld%s", res.status,
                       res.status == 401 ? " (wrong credentials in ~/.docker/config.json?)" : "");
   if (rc == 0) {
     yajl_val t = res.body.data ? yajl_tree_parse(res.body.data, NULL, 0) : NULL;
@@ -368,7 +368,7 @@ static int authenticate(struct registry *r, const char *challenge, struct cm_err
     if (tok == NULL && t)
       tok = YAJL_GET_STRING(jfind(t, "access_token"));
     if (tok == NULL) {
-      rc = cm_error_set(err, EACCES, "%s: the token service gave no token", r->name);
+      rc = cm_error_set(err, 0, "the token service gave no token");
     } else {
       free(r->bearer);
       if (asprintf(&r->bearer, "Bearer %s", tok) < 0)
@@ -397,24 +397,32 @@ static int registry_get(struct registry *r, const char *url, const char *accept,
       return -1;
   }
   if (res->status == 401 || res->status == 403)
-    return cm_error_set(err, EACCES, "%s: access denied (HTTP %ld)", r->name, res->status);
+    return cm_error_set(err, 0, "access denied (HTTP %ld)%s", res->status,
+                        r->basic ? "" : ": log in first (docker login, or an \"auths\" entry in ~/.docker/config.json)");
   if (res->status == 404)
-    return cm_error_set(err, ENOENT, "%s: not found (HTTP 404)", r->name);
+    return cm_error_set(err, 0, "not found (HTTP 404 from %s)", url);
   if (res->status != 200)
-    return cm_error_set(err, EIO, "%s: HTTP %ld from %s", r->name, res->status, url);
+    return cm_error_set(err, 0, "HTTP %ld from %s", res->status, url);
   return 0;
+}
+
+static bool is_manifest_type(const char *mt) {
+  return mt && (strcmp(mt, MT_OCI_INDEX) == 0 || strcmp(mt, MT_OCI_MANIFEST) == 0 || strcmp(mt, MT_DOCKER_LIST) == 0 ||
+                strcmp(mt, MT_DOCKER_MANIFEST) == 0);
 }
 
 static int registry_fetch(void *ctx, struct image_store *st, const struct image_descriptor *d, struct cm_error **err) {
   struct registry *r = ctx;
+  /* An index's entries are manifests: they live under /manifests/, blobs under /blobs/. */
+  bool manifest = is_manifest_type(d->media_type);
   cleanup_free char *url = NULL;
-  if (asprintf(&url, "%s%s/blobs/%s", r->base, r->ref->repository, d->digest) < 0)
+  if (asprintf(&url, "%s%s/%s/%s", r->base, r->ref->repository, manifest ? "manifests" : "blobs", d->digest) < 0)
     abort();
   struct blob_writer w;
   if (store_blob_begin(st, &w, err) < 0)
     return -1;
   struct response res = {.st = st, .w = &w, .err = err, .body.max = 1 << 16};
-  int rc = registry_get(r, url, NULL, &res, err);
+  int rc = registry_get(r, url, manifest ? accept_manifests : NULL, &res, err);
   response_clear(&res);
   if (rc < 0) {
     store_blob_abort(st, &w);
@@ -443,8 +451,10 @@ int registry_pull(struct image_store *st, const struct image_ref *ref, const str
   if (asprintf(&url, "%s%s/manifests/%s", r.base, ref->repository, ref->digest ? ref->digest : ref->tag) < 0)
     abort();
   struct response res = {.body.max = MANIFEST_MAX};
-  if (registry_get(&r, url, accept_manifests, &res, err) < 0)
+  if (registry_get(&r, url, accept_manifests, &res, err) < 0) {
+    cm_error_prefix(err, "%s", r.name);
     goto out;
+  }
   if (res.body.data == NULL) {
     cm_error_set(err, EIO, "%s: an empty manifest", r.name);
     goto out;

@@ -620,8 +620,11 @@ int store_prune(struct image_store *st, int64_t *freed, struct cm_error **err) {
       if (k < 2 && dset_has(&keep, dg))
         continue;
       if (k == 0) {
-        /* A rootfs a running container holds (shared flock) stays. */
-        int rfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* A rootfs a running container holds (a shared flock on <hex>/rootfs, the directory
+         * codemode-run --image runs) stays. */
+        char inner[PATH_MAX];
+        snprintf(inner, sizeof(inner), "%s/rootfs", de->d_name);
+        int rfd = openat(dirfd(d), inner, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (rfd < 0)
           continue;
         bool busy = flock(rfd, LOCK_EX | LOCK_NB) < 0;
