@@ -96,6 +96,10 @@ static int cmd_pull(struct opts *o, const char *text, bool resolve) {
   struct pull_options po = {.quiet = o->quiet, .ca_file = o->ca, .auth_file = o->authfile};
   cleanup_free char *manifest = NULL;
   const char *mode = o->pull ? o->pull : resolve ? "missing" : "always";
+  /* A local layout or archive is read again every time (its blobs already in the store are not
+   * copied twice): it may have changed since, and reading its index costs nothing. */
+  if (ref.source != IMAGE_SRC_REGISTRY && strcmp(mode, "missing") == 0)
+    mode = "always";
   int rc = 0;
   if (strcmp(mode, "always") != 0) {
     manifest = store_get_ref(&st, ref.canonical);
