@@ -186,6 +186,11 @@ $(B)/fuzz/libfuzzlib.a: $(FUZZ_LIB_OBJS)
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/fuzz/libfuzzlib.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/fuzz/libfuzzlib.a $(PKG_LIBS)
 
+# The layer unpacker (src/image/unpack.c) with libarchive: a layer is an attacker's tar stream.
+$(B)/fuzz/fuzz_unpack: tests/fuzz/fuzz_unpack.c $(B)/fuzz/src/image/unpack.o $(B)/fuzz/libfuzzlib.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/fuzz/src/image/unpack.o $(B)/fuzz/libfuzzlib.a \
+	  $(PKG_LIBS) $(shell pkg-config --libs libarchive)
+
 fuzz-bins: $(FUZZ_BINS)
 
 fuzz: $(FUZZ_BINS)
