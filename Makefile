@@ -112,6 +112,13 @@ build/codemode-exec-trampoline: src/trampoline/exec_trampoline.c
 	@echo "  CC      $@"
 	@$(CC) $(TRAMPOLINE_CFLAGS) $(TRAMPOLINE_LDFLAGS) -o $@ $<
 $(B)/src/linux/exec_trampoline.o: build/codemode-exec-trampoline
+# codemode-init (src/trampoline/init.c): pid 1 of a codemode-run container; freestanding, built
+# and embedded like the trampoline.
+build/codemode-init: src/trampoline/init.c
+	@mkdir -p build
+	@echo "  CC      $@"
+	@$(CC) $(TRAMPOLINE_CFLAGS) $(TRAMPOLINE_LDFLAGS) -o $@ $<
+$(B)/src/supervisor/run_init.o: build/codemode-init
 
 # The seccomp profiles are built into the binary (.incbin): rebuild when one changes.
 $(B)/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)

@@ -39,6 +39,8 @@ static const char usage[] =
     "                          (-- CMD replaces Cmd); root: a throwaway overlay\n"
     "  --entrypoint CMD        with --image: replaces the image's Entrypoint (and Cmd)\n"
     "  --pull missing|always|never  with --image: when to pull (default missing)\n"
+    "  --no-init               the server is pid 1 itself (default: a minimal init forwards\n"
+    "                          signals to it and reaps zombies, as docker run --init)\n"
     "  --store DIR             the image store (default /var/lib/codemode, rootless\n"
     "                          $XDG_DATA_HOME/codemode)\n"
     "  --timeout SECONDS       wall clock limit: SIGTERM, then SIGKILL after the grace period\n"
@@ -114,6 +116,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     O_ENTRYPOINT,
     O_PULL,
     O_STORE,
+    O_NO_INIT,
     O_TIMEOUT,
     O_IDLE,
     O_GRACE,
@@ -138,6 +141,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       {"entrypoint", required_argument, NULL, O_ENTRYPOINT},
       {"pull", required_argument, NULL, O_PULL},
       {"store", required_argument, NULL, O_STORE},
+      {"no-init", no_argument, NULL, O_NO_INIT},
       {"timeout", required_argument, NULL, O_TIMEOUT},
       {"idle-timeout", required_argument, NULL, O_IDLE},
       {"grace", required_argument, NULL, O_GRACE},
@@ -173,6 +177,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
         die_usage("--pull: \"%s\" must be missing, always or never", optarg);
       o->pull = optarg;
       break;
+    case O_NO_INIT: o->no_init = true; break;
     case O_STORE:
       if (optarg[0] != '/')
         die_usage("--store: \"%s\" must be absolute", optarg);

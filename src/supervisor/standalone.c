@@ -134,7 +134,11 @@ int supervisor_run_standalone(struct run_options *o) {
     cm_error_set(&err, errno, "--idle-timeout: set up pipes");
     goto out_err;
   }
+  int preserve_fds = 0;
+  if (!o->no_init && run_init_prepare(s, &preserve_fds, &err) < 0)
+    goto out_err;
   struct create_options co = {.id = o->id,
+                              .preserve_fds = preserve_fds,
                               .bundle = bundle,
                               .config_path = cfg,
                               .foreground = true,

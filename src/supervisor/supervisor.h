@@ -41,6 +41,7 @@ struct run_options {
   const char *entrypoint; /* --entrypoint: replaces the image's Entrypoint (and its Cmd) */
   const char *store;      /* --store DIR: the image store (default /var/lib/codemode…) */
   const char *pull;       /* --pull missing|always|never */
+  bool no_init;           /* --no-init: the server itself is pid 1 */
 };
 
 /* Everything after the flags: load and tighten the config, create, start, wait, delete.
@@ -82,6 +83,10 @@ struct run_image {
 };
 int run_image_prepare(struct spec *s, const struct run_options *o, struct run_image *img, struct cm_error **err);
 void run_image_release(struct run_image *img);
+
+/* run_init.c: the container's pid 1 is codemode-init (fd 3, a sealed memfd), the server its
+ * child; *preserve_fds becomes 1. */
+int run_init_prepare(struct spec *s, int *preserve_fds, struct cm_error **err);
 
 /* wait.c: the wait loop. */
 struct supervise_loop {
