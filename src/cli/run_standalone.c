@@ -48,7 +48,9 @@ static const char usage[] =
     "  --grace SECONDS         between SIGTERM and SIGKILL (default 5)\n"
     "  --ephemeral             writable root: an overlay with a tmpfs upper layer over the\n"
     "                          rootfs, thrown away at exit (the rootfs itself is never written)\n"
-    "  --mount SRC:DST[:ro|rw] bind SRC at DST (read-only unless :rw)\n"
+    "  --mount SRC:DST[:ro|rw] bind SRC at DST (read-only unless :rw; ~ is $HOME)\n"
+    "  --state DIR[:DST]       a host directory the server keeps data in, read-write at DST\n"
+    "                          (default /state), made if missing: writes there survive\n"
     "  --env K=V               set an environment variable (repeatable)\n"
     "  --cwd DIR               working directory in the container\n"
     "  --memory SIZE           memory limit (e.g. 256m, 1g)\n"
@@ -117,6 +119,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     O_PULL,
     O_STORE,
     O_NO_INIT,
+    O_STATE,
     O_TIMEOUT,
     O_IDLE,
     O_GRACE,
@@ -142,6 +145,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       {"pull", required_argument, NULL, O_PULL},
       {"store", required_argument, NULL, O_STORE},
       {"no-init", no_argument, NULL, O_NO_INIT},
+      {"state", required_argument, NULL, O_STATE},
       {"timeout", required_argument, NULL, O_TIMEOUT},
       {"idle-timeout", required_argument, NULL, O_IDLE},
       {"grace", required_argument, NULL, O_GRACE},
@@ -178,6 +182,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       o->pull = optarg;
       break;
     case O_NO_INIT: o->no_init = true; break;
+    case O_STATE: spec_strv_push(&o->states, optarg); break;
     case O_STORE:
       if (optarg[0] != '/')
         die_usage("--store: \"%s\" must be absolute", optarg);

@@ -4,6 +4,7 @@
  * init reaches the container as fd 3, a sealed memfd (--preserve-fds 1), and the process becomes
  * ["/proc/self/fd/3", PROGRAM, ARGS…]: the container can run it, never change it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "linux/sealed_memfd.h"
@@ -32,9 +33,9 @@ int run_init_prepare(struct spec *s, int *preserve_fds, struct cm_error **err) {
   }
   if (sealed_memfd_seal(fd, err) < 0)
     return cm_error_prefix(err, "the container's init");
-  /* fd 3 exactly: the first fd --preserve-fds hands to the container. dup2 clears close-on-exec,
-   * which the container's execve of /proc/self/fd/3 needs for nothing (it is an ELF file) but
-   * the runtime's fd hand-over does. */
+  /* fd 3 exactly (supervisor_run_standalone kept it for us): the first fd --preserve-fds hands
+   * to the container, without close-on-exec, or the exec trampoline's execve would close it
+   * before the kernel opens /proc/self/fd/3. */
   if (fd != INIT_FD) {
     if (dup2(fd, INIT_FD) < 0) {
       int e = errno;
@@ -42,6 +43,8 @@ int run_init_prepare(struct spec *s, int *preserve_fds, struct cm_error **err) {
       return cm_error_set(err, e, "the container's init: dup2");
     }
     close(fd);
+  } else if (fcntl(fd, F_SETFD, 0) < 0) {
+    return cm_error_set(err, errno, "the container's init: fcntl");
   }
   struct spec_strv args = {0};
   spec_strv_push(&args, "/proc/self/fd/3");

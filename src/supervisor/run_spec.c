@@ -18,6 +18,7 @@
 #include "spec/json_util.h"
 #include "supervisor/supervisor.h"
 #include "util/cleanup.h"
+#include "util/safepath.h"
 
 /* --rootfs (and --image): a bundle dir holding the default config (written to disk: the runtime keeps a copy
  * of the config file for exec and hooks), root.path pointing at DIR. */
@@ -56,8 +57,30 @@ static void replace_env(struct spec_strv *env, const char *kv) {
   spec_strv_push(env, kv);
 }
 
+/* "~" and "~/…" as the shell would expand them (an mcpServers entry is not run by a shell);
+ * "~user" is refused with the fix. NULL with err set. */
+char *run_spec_expand_home(const char *flag, const char *path, struct cm_error **err) {
+  if (path[0] != '~')
+    return xstrdup(path);
+  if (path[1] != '\0' && path[1] != '/') {
+    cm_error_set(err, 0, "%s %s: ~user is not expanded: write the absolute path", flag, path);
+    return NULL;
+  }
+  const char *home = getenv("HOME");
+  if (home == NULL || home[0] != '/') {
+    cm_error_set(err, 0, "%s %s: HOME is not set: write the absolute path", flag, path);
+    return NULL;
+  }
+  char *out;
+  if (asprintf(&out, "%s%s", home, path + 1) < 0)
+    abort();
+  return out;
+}
+
 static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
-  cleanup_free char *copy = xstrdup(arg);
+  cleanup_free char *copy = run_spec_expand_home("--mount", arg, err);
+  if (copy == NULL)
+    return -1;
   char *src = copy, *dst = strchr(copy, ':');
   if (dst == NULL)
     return cm_error_set(err, 0, "--mount %s: expects SRC:DST[:ro|rw]", arg);
@@ -71,7 +94,7 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
     return cm_error_set(err, 0, "--mount %s: DST must be absolute", arg);
   char real[PATH_MAX];
   if (realpath(src, real) == NULL)
-    return cm_error_set(err, errno, "--mount %s", src);
+    return cm_error_set(err, errno, "--mount %s: the source %s", arg, src);
   struct spec_mount *grown = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*grown));
   if (grown == NULL)
     abort();
@@ -90,6 +113,30 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
   spec_strv_push(&m->options, "nodev");
   spec_mount_decode_options(m);
   return 0;
+}
+
+/* --state DIR[:DST]: a host directory the server may keep data in, read-write at DST (default
+ * /state), made (0700) when it does not exist yet: the one place writes survive the run. */
+static int add_state(struct spec *s, const char *arg, struct cm_error **err) {
+  cleanup_free char *copy = run_spec_expand_home("--state", arg, err);
+  if (copy == NULL)
+    return -1;
+  char *dst = strchr(copy, ':');
+  if (dst)
+    *dst++ = '\0';
+  if (dst && dst[0] != '/')
+    return cm_error_set(err, 0, "--state %s: DST must be absolute", arg);
+  if (copy[0] == '\0')
+    return cm_error_set(err, 0, "--state %s: expects DIR[:DST]", arg);
+  if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+    return cm_error_set(err, errno, "--state %s: create %s", arg, copy);
+  struct stat st;
+  if (stat(copy, &st) < 0 || !S_ISDIR(st.st_mode))
+    return cm_error_set(err, ENOTDIR, "--state %s: %s", arg, copy);
+  cleanup_free char *spec_arg = NULL;
+  if (asprintf(&spec_arg, "%s:%s:rw", copy, dst ? dst : "/state") < 0)
+    abort();
+  return add_bind(s, spec_arg, err);
 }
 
 int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err) {
@@ -111,6 +158,9 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
   }
   for (size_t i = 0; i < o->mounts.count; i++)
     if (add_bind(s, o->mounts.items[i], err) < 0)
+      return -1;
+  for (size_t i = 0; i < o->states.count; i++)
+    if (add_state(s, o->states.items[i], err) < 0)
       return -1;
   struct spec_resources *res = &s->linux_.resources;
   if (o->memory) {
@@ -213,4 +263,50 @@ bool run_spec_needs_sealed_copy(const struct run_options *o) {
   bool needed = s && s->process && selfclone_required(s, s->process);
   spec_free(s);
   return needed;
+}
+
+static bool under_mount(const struct spec *s, const char *path) {
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    const char *d = s->mounts[i].destination;
+    size_t n = strlen(d);
+    if (strncmp(path, d, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && d[0] == '/')))
+      return true;
+  }
+  return false;
+}
+
+int run_spec_check_process(const struct spec *s, const struct run_options *o, const char *bundle,
+                           struct cm_error **err) {
+  cleanup_free char *joined = NULL;
+  const char *root = s->root_path;
+  if (root[0] != '/') {
+    if (asprintf(&joined, "%s/%s", bundle, root) < 0)
+      abort();
+    root = joined;
+  }
+  cleanup_close int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0)
+    return cm_error_set(err, errno, "the container's root %s", root);
+  /* The runtime would create a missing cwd inside the rootfs, as runc does: that is a write into
+   * the bundle on the host, which codemode-run never makes for a flag. */
+  if (o->cwd && !o->ephemeral && !o->image && !under_mount(s, o->cwd)) {
+    cleanup_close int fd = safepath_open(root_fd, o->cwd, O_PATH | O_DIRECTORY, NULL);
+    if (fd < 0)
+      return cm_error_set(err, 0,
+                          "--cwd %s: no such directory in the container (codemode-run does not create it in the "
+                          "bundle's rootfs): use a directory that exists, mount one there (--mount, --state), "
+                          "or add --ephemeral",
+                          o->cwd);
+  }
+  const char *cmd = s->process->args.items[0];
+  if (cmd[0] == '/') {
+    cleanup_close int fd = safepath_open(root_fd, cmd, O_PATH, NULL);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+      return cm_error_set(err, 0,
+                          "the command %s is a directory in the container, not a program: name the program "
+                          "(e.g. -- node %s/index.js)",
+                          cmd, cmd);
+  }
+  return 0;
 }

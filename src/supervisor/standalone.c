@@ -32,6 +32,15 @@ static int fail(struct cm_error *err) {
 
 int supervisor_run_standalone(struct run_options *o) {
   struct cm_error *err = NULL;
+  /* fd 3 is the container's init (run_init.c): held by a placeholder until then, so no fd of
+   * ours (the watcher's pipe, the image lock) takes that number. */
+  if (!o->no_init && fcntl(3, F_GETFD) < 0) {
+    int ph = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (ph >= 0 && ph != 3) {
+      dup3(ph, 3, O_CLOEXEC);
+      close(ph);
+    }
+  }
   /* The sealed re-exec, if any, before anything is made: it would repeat or leak it. */
   if (!o->explain && run_spec_needs_sealed_copy(o) && selfclone_ensure(&err) < 0)
     return fail(err);
@@ -107,6 +116,8 @@ int supervisor_run_standalone(struct run_options *o) {
     rc = 0;
     goto out;
   }
+  if (run_spec_check_process(s, o, bundle, &err) < 0)
+    goto out_err;
   /* An image's rootfs in the store is shared by every run: never written, so always under a
    * throwaway upper layer. */
   if (o->ephemeral || o->image) {
@@ -128,8 +139,11 @@ int supervisor_run_standalone(struct run_options *o) {
                              .in_from = -1,
                              .in_to = -1,
                              .out_from = -1,
-                             .out_to = -1};
-  int saved[2] = {-1, -1};
+                             .out_to = -1,
+                             .err_from = -1};
+  int saved[2] = {-1, -1}, saved_err = -1;
+  struct stderr_hints hints = {.to = STDERR_FILENO, .profile = policy_profile_name(profile)};
+  l.hints = &hints;
   if (o->idle_timeout > 0 && supervise_interpose_stdio(&l, saved) < 0) {
     cm_error_set(&err, errno, "--idle-timeout: set up pipes");
     goto out_err;
@@ -147,7 +161,16 @@ int supervisor_run_standalone(struct run_options *o) {
                               .no_reexec = true,
                               .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL};
   struct created_container cc = {.pid = -1, .console_master = -1, .start_sock = -1};
+  /* The server's stderr through us, read for EROFS reports (stderr_hints.c). Not with a
+   * terminal-less --debug run's own logs: those stay on ours. */
+  if (supervise_interpose_stderr(&l, &saved_err) < 0) {
+    cm_error_set(&err, errno, "stderr: set up a pipe");
+    goto out_err;
+  }
   int created = runtime_create(&ctx, &co, &cc, &err);
+  supervise_restore_stderr(saved_err);
+  if (saved_err >= 0)
+    close(saved_err);
   if (o->idle_timeout > 0) {
     supervise_restore_stdio(saved);
   } else if (created == 0) {

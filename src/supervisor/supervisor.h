@@ -25,7 +25,7 @@ struct run_options {
   const char *bundle;
   double timeout, idle_timeout, grace;
   bool ephemeral;
-  struct spec_strv mounts, env;
+  struct spec_strv mounts, env, states; /* --mount, --env, --state */
   const char *cwd;
   int64_t memory;
   int64_t pids;
@@ -70,6 +70,12 @@ int watcher_start(const struct runtime_context *ctx, const char *id);
 /* A bundle in /tmp with the default config whose rootfs is dir (flag names it in errors). */
 int run_spec_generate_bundle(const char *flag, const char *dir, struct cleanup_plan *plan, struct cm_error **err);
 int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err);
+/* "~" and "~/x" expanded with $HOME; flag names the option in errors. */
+char *run_spec_expand_home(const char *flag, const char *path, struct cm_error **err);
+/* Checks before the container is made, on its config after the profile: --cwd exists (it is
+ * never created in the bundle's rootfs), the command is not a directory. */
+int run_spec_check_process(const struct spec *s, const struct run_options *o, const char *bundle,
+                           struct cm_error **err);
 /* --ephemeral: the root becomes an overlay with a throwaway tmpfs upper layer. */
 int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err);
 /* Does the container need the runtime's sealed re-exec (linux/selfclone.h)? */
@@ -88,6 +94,18 @@ void run_image_release(struct run_image *img);
  * child; *preserve_fds becomes 1. */
 int run_init_prepare(struct spec *s, int *preserve_fds, struct cm_error **err);
 
+/* stderr_hints.c: the server's stderr, passed through and read for EROFS reports. */
+struct stderr_hints {
+  int to;              /* the caller's stderr */
+  const char *profile; /* named in the hint */
+  char line[4096];
+  size_t len;
+  char last_dir[1024];
+};
+/* Copy what is readable from `from` to h->to, hinting at EROFS; false on EOF. */
+bool stderr_hints_pump(struct stderr_hints *h, int from);
+void stderr_hints_feed(struct stderr_hints *h, const char *buf, size_t n);
+
 /* wait.c: the wait loop. */
 struct supervise_loop {
   pid_t init;
@@ -97,6 +115,9 @@ struct supervise_loop {
   double grace, idle;
   /* --idle-timeout only: we sit between the caller's stdio and the container's pipes. */
   int in_from, in_to, out_from, out_to;
+  /* The server's stderr: a pipe we read (stderr_hints), -1 when passed as it is. */
+  int err_from;
+  struct stderr_hints *hints;
   bool timed_out;
   bool term_sent;
 };
@@ -107,5 +128,8 @@ int supervise_wait(struct supervise_loop *l);
 /* --idle-timeout: the container gets pipes on 0 and 1; the originals are kept above 2. */
 int supervise_interpose_stdio(struct supervise_loop *l, int saved[2]);
 void supervise_restore_stdio(int saved[2]);
+/* The container gets a pipe as its stderr (read by stderr_hints); *saved keeps ours. */
+int supervise_interpose_stderr(struct supervise_loop *l, int *saved);
+void supervise_restore_stderr(int saved);
 
 #endif

@@ -49,18 +49,19 @@ static int exit_code_of(int status) {
 int supervise_wait(struct supervise_loop *l) {
   int status = 0;
   bool exited = false;
-  while (!exited || l->out_from >= 0) {
-    struct pollfd fds[6] = {
+  while (!exited || l->out_from >= 0 || l->err_from >= 0) {
+    struct pollfd fds[7] = {
         {.fd = l->sigfd, .events = POLLIN},
         {.fd = l->timeout_fd, .events = POLLIN},
         {.fd = l->grace_fd, .events = POLLIN},
         {.fd = l->idle_fd, .events = POLLIN},
         {.fd = exited ? -1 : l->in_from, .events = POLLIN},
         {.fd = l->out_from, .events = POLLIN},
+        {.fd = l->err_from, .events = POLLIN},
     };
     /* After init exited, only drain what its output pipe still holds (the pid namespace is gone,
      * so nobody else can keep it open for long). */
-    int r = poll(fds, 6, exited ? 200 : -1);
+    int r = poll(fds, 7, exited ? 200 : -1);
     if (r < 0 && errno != EINTR)
       break;
     if (r == 0 && exited)
@@ -116,6 +117,12 @@ int supervise_wait(struct supervise_loop *l) {
         l->out_from = -1;
       }
     }
+    if (fds[6].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (!stderr_hints_pump(l->hints, l->err_from)) {
+        close(l->err_from);
+        l->err_from = -1;
+      }
+    }
     if (activity && l->idle_fd >= 0 && !exited)
       supervise_timer_arm(l->idle_fd, l->idle);
   }
@@ -144,4 +151,26 @@ void supervise_restore_stdio(int saved[2]) {
   /* Our copies of the container's ends must go, or the pipes never report EOF. */
   dup2(saved[0], STDIN_FILENO);
   dup2(saved[1], STDOUT_FILENO);
+}
+
+int supervise_interpose_stderr(struct supervise_loop *l, int *saved) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return -1;
+  *saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (*saved < 0 || dup2(p[1], STDERR_FILENO) < 0) {
+    close(p[0]);
+    close(p[1]);
+    return -1;
+  }
+  close(p[1]);
+  l->err_from = p[0];
+  return 0;
+}
+
+void supervise_restore_stderr(int saved) {
+  /* Ours again (the container has its own copy of the pipe), so the pipe reports EOF when the
+   * container's processes are gone. */
+  if (saved >= 0)
+    dup2(saved, STDERR_FILENO);
 }
