@@ -104,8 +104,15 @@ int supervisor_run_standalone(struct run_options *o) {
   if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
       policy_apply(s, profile, bundle, &pol, &err) < 0)
     goto out_err;
-  for (size_t i = 0; i < pol.report.count; i++)
-    cm_debug("profile %s: %s", policy_profile_name(profile), pol.report.lines[i]);
+  for (size_t i = 0; i < pol.report.count; i++) {
+    const char *line = pol.report.lines[i];
+    cm_debug("profile %s: %s", policy_profile_name(profile), line);
+    /* A limit the profile put on the server is never a surprise: one line each on stderr (the
+     * flag that raises it is in --help), the rest only with --explain or --debug. */
+    if (!o->explain && !o->debug &&
+        (strncmp(line, "linux.resources.", 16) == 0 || strncmp(line, "process.rlimits", 15) == 0))
+      fprintf(stderr, "codemode-run: profile %s: %s\n", policy_profile_name(profile), line);
+  }
   if (o->explain) {
     /* The one case where we write to stdout: the user asked for this report. */
     printf("profile: %s\n", policy_profile_name(profile));
