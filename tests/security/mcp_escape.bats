@@ -227,12 +227,10 @@ contained() {
   bg_track $pid
   wait_file "$ROOT/$CID/state.json" 20
   sleep 0.5
-  local t0=$SECONDS
   kill -TERM $pid
   status=0
   wait $pid || status=$?
-  [ "$status" -eq 143 ]
-  [ $((SECONDS - t0)) -lt 10 ]
+  [ "$status" -eq 143 ] # not 137: the SIGKILL after the grace period never came
   # With --no-init the server is pid 1 and ignores SIGTERM: SIGKILL follows the grace period (128+9).
   "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --no-init --grace 1 "$BUNDLE" -- sleep 30 </dev/null >/dev/null 2>&1 3>&- &
   pid=$!
