@@ -4,6 +4,7 @@
  *   codemode-run [OPTIONS] BUNDLE [-- CMD ARGS…]
  *   codemode-run [OPTIONS] --rootfs DIR [-- CMD ARGS…]
  *   codemode-run [OPTIONS] --image REF [-- CMD ARGS…]
+ *   codemode-run [OPTIONS] --host -- CMD ARGS…
  *
  * stdio is the container's, untouched (no tty; codemode-run writes nothing to stdout, its
  * diagnostics go to stderr) unless --idle-timeout asks us to watch the bytes. Profile mcp by
@@ -22,6 +23,7 @@ static const char usage[] =
     "usage: codemode-run [OPTIONS] BUNDLE [-- CMD ARGS...]\n"
     "       codemode-run [OPTIONS] --rootfs DIR [-- CMD ARGS...]\n"
     "       codemode-run [OPTIONS] --image REF [-- CMD ARGS...]\n"
+    "       codemode-run [OPTIONS] --host -- CMD ARGS...\n"
     "\n"
     "Create, start and wait for a container; exit with its status (128+N if killed by signal N,\n"
     "124 on timeout, 125 if it could not run); always delete it. stdio is passed through untouched.\n"
@@ -37,6 +39,9 @@ static const char usage[] =
     "                          [REGISTRY/]NAME[:TAG][@DIGEST], pulled into the store once;\n"
     "                          its Entrypoint/Cmd/Env/WorkingDir/User are the process\n"
     "                          (-- CMD replaces Cmd); root: a throwaway overlay\n"
+    "  --host                  run CMD from the host's own /usr, /bin, /lib* (read-only) and\n"
+    "                          an allow-list of /etc (no shadow, no ssh keys); HOME and /tmp\n"
+    "                          empty; none of your files unless --mount gives them\n"
     "  --entrypoint CMD        with --image: replaces the image's Entrypoint (and Cmd)\n"
     "  --pull missing|always|never  with --image: when to pull (default missing)\n"
     "  --no-init               the server is pid 1 itself (default: a minimal init forwards\n"
@@ -48,7 +53,8 @@ static const char usage[] =
     "  --grace SECONDS         between SIGTERM and SIGKILL (default 5)\n"
     "  --ephemeral             writable root: an overlay with a tmpfs upper layer over the\n"
     "                          rootfs, thrown away at exit (the rootfs itself is never written)\n"
-    "  --mount SRC:DST[:ro|rw] bind SRC at DST (read-only unless :rw; ~ is $HOME)\n"
+    "  --mount SRC:DST[:ro|rw|cow]  bind SRC at DST (read-only unless :rw; ~ is $HOME);\n"
+    "                          cow: writable, the writes thrown away at exit (SRC unchanged)\n"
     "  --state DIR[:DST]       a host directory the server keeps data in, read-write at DST\n"
     "                          (default /state), made if missing: writes there survive\n"
     "  --env K=V               set an environment variable (repeatable)\n"
@@ -120,6 +126,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     O_STORE,
     O_NO_INIT,
     O_STATE,
+    O_HOST,
     O_TIMEOUT,
     O_IDLE,
     O_GRACE,
@@ -146,6 +153,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       {"store", required_argument, NULL, O_STORE},
       {"no-init", no_argument, NULL, O_NO_INIT},
       {"state", required_argument, NULL, O_STATE},
+      {"host", no_argument, NULL, O_HOST},
       {"timeout", required_argument, NULL, O_TIMEOUT},
       {"idle-timeout", required_argument, NULL, O_IDLE},
       {"grace", required_argument, NULL, O_GRACE},
@@ -183,6 +191,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       break;
     case O_NO_INIT: o->no_init = true; break;
     case O_STATE: spec_strv_push(&o->states, optarg); break;
+    case O_HOST: o->host = true; break;
     case O_STORE:
       if (optarg[0] != '/')
         die_usage("--store: \"%s\" must be absolute", optarg);
@@ -231,13 +240,13 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     default: fputs(usage, stderr); exit(EXIT_RUN_ERROR);
     }
   }
-  if (o->image && o->rootfs)
-    die_usage("%s", "--image and --rootfs: give one of them");
+  if ((o->image != NULL) + (o->rootfs != NULL) + o->host > 1)
+    die_usage("%s", "--image, --rootfs and --host: give one of them");
   if ((o->entrypoint || o->pull) && !o->image)
     die_usage("%s", "--entrypoint and --pull go with --image");
   /* getopt consumes a "--" that directly follows our options (the --rootfs and --image forms). */
   bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
-  if (dashdash && !o->rootfs && !o->image)
+  if (dashdash && !o->rootfs && !o->image && !o->host)
     die_usage("%s", "missing BUNDLE before --");
   if (dashdash) {
     o->cmd = argv + optind;
@@ -246,9 +255,9 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       die_usage("%s", "-- must be followed by a command");
     return;
   }
-  if (!o->rootfs && !o->image) {
+  if (!o->rootfs && !o->image && !o->host) {
     if (optind >= argc || strcmp(argv[optind], "--") == 0)
-      die_usage("%s", "missing BUNDLE (or --rootfs DIR, or --image REF)");
+      die_usage("%s", "missing BUNDLE (or --rootfs DIR, --image REF, --host)");
     o->bundle = argv[optind++];
   }
   if (optind < argc) {
@@ -261,6 +270,8 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
   }
   if (o->rootfs && o->cmd == NULL)
     die_usage("%s", "--rootfs needs the command after --");
+  if (o->host && o->cmd == NULL)
+    die_usage("%s", "--host needs the command after --");
 }
 
 int main(int argc, char **argv) {

@@ -88,8 +88,8 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
   char *mode = strchr(dst, ':');
   if (mode)
     *mode++ = '\0';
-  if (mode && strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0)
-    return cm_error_set(err, 0, "--mount %s: the mode must be ro or rw", arg);
+  if (mode && strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0 && strcmp(mode, "cow") != 0)
+    return cm_error_set(err, 0, "--mount %s: the mode must be ro, rw or cow", arg);
   if (dst[0] != '/')
     return cm_error_set(err, 0, "--mount %s: DST must be absolute", arg);
   char real[PATH_MAX];
@@ -108,6 +108,7 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
   }
   *m = (struct spec_mount){.destination = clean, .type = xstrdup("bind"), .source = xstrdup(real)};
   spec_strv_push(&m->options, "rbind");
+  /* cow: read-only here, where the profile judges it; run_spec_cow_mounts makes it an overlay. */
   spec_strv_push(&m->options, mode && strcmp(mode, "rw") == 0 ? "rw" : "ro");
   spec_strv_push(&m->options, "nosuid");
   spec_strv_push(&m->options, "nodev");
@@ -201,9 +202,7 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
   return 0;
 }
 
-/* Our own mount namespace (so every mount here vanishes with us, even on SIGKILL), a
- * size-limited tmpfs holding the overlay's upper and work dirs, the overlay over the rootfs.
- * The container's mount namespace is created from ours and sees it. */
+/* The root as an overlay: the rootfs below, a throwaway upper layer in the scratch tmpfs. */
 int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err) {
   char lower[PATH_MAX];
   cleanup_free char *joined = NULL;
@@ -215,31 +214,9 @@ int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_p
   }
   if (realpath(root, lower) == NULL)
     return cm_error_set(err, errno, "--ephemeral: rootfs %s", root);
-  if (unshare(CLONE_NEWNS) < 0)
-    return cm_error_set(err, errno, "--ephemeral: unshare mount namespace");
-  /* Slave, not shared: nothing mounted here may propagate back to the host. */
-  if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-    return cm_error_set(err, errno, "--ephemeral: make / rslave");
-  snprintf(plan->ephemeral_dir, sizeof(plan->ephemeral_dir), "/tmp/codemode-run-eph.XXXXXX");
-  if (mkdtemp(plan->ephemeral_dir) == NULL) {
-    plan->ephemeral_dir[0] = '\0';
-    return cm_error_set(err, errno, "--ephemeral: mkdtemp");
-  }
-  plan_tell(plan, 'E', plan->ephemeral_dir);
-  const char *d = plan->ephemeral_dir;
-  if (mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=0755") < 0)
-    return cm_error_set(err, errno, "--ephemeral: mount tmpfs on %s", d);
-  char upper[PATH_MAX + 8], work[PATH_MAX + 8], merged[PATH_MAX + 8];
-  snprintf(upper, sizeof(upper), "%s/upper", d);
-  snprintf(work, sizeof(work), "%s/work", d);
-  snprintf(merged, sizeof(merged), "%s/merged", d);
-  if (mkdir(upper, 0755) < 0 || mkdir(work, 0755) < 0 || mkdir(merged, 0755) < 0)
-    return cm_error_set(err, errno, "--ephemeral: mkdir in %s", d);
-  cleanup_free char *data = NULL;
-  if (asprintf(&data, "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work) < 0)
-    abort();
-  if (mount("overlay", merged, "overlay", 0, data) < 0)
-    return cm_error_set(err, errno, "--ephemeral: mount overlay (%s)", data);
+  char merged[PATH_MAX];
+  if (scratch_overlay(plan, "root", lower, merged, sizeof(merged), err) < 0)
+    return cm_error_prefix(err, "--ephemeral");
   free(s->root_path);
   s->root_path = xstrdup(merged);
   return 0;
@@ -251,7 +228,7 @@ int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_p
 bool run_spec_needs_sealed_copy(const struct run_options *o) {
   struct cm_error *ignored = NULL;
   struct spec *s;
-  if (o->rootfs || o->image) {
+  if (o->rootfs || o->image || o->host) {
     cleanup_free char *json = spec_default_json(false);
     s = spec_load_string(json, strlen(json), "default config", &ignored);
   } else {
@@ -289,7 +266,7 @@ int run_spec_check_process(const struct spec *s, const struct run_options *o, co
     return cm_error_set(err, errno, "the container's root %s", root);
   /* The runtime would create a missing cwd inside the rootfs, as runc does: that is a write into
    * the bundle on the host, which codemode-run never makes for a flag. */
-  if (o->cwd && !o->ephemeral && !o->image && !under_mount(s, o->cwd)) {
+  if (o->cwd && !o->ephemeral && !o->image && !o->host && !under_mount(s, o->cwd)) {
     cleanup_close int fd = safepath_open(root_fd, o->cwd, O_PATH | O_DIRECTORY, NULL);
     if (fd < 0)
       return cm_error_set(err, 0,
@@ -307,6 +284,49 @@ int run_spec_check_process(const struct spec *s, const struct run_options *o, co
                           "the command %s is a directory in the container, not a program: name the program "
                           "(e.g. -- node %s/index.js)",
                           cmd, cmd);
+  }
+  return 0;
+}
+
+/* --mount SRC:DST:cow: the profile judged a read-only bind of SRC; the container gets instead an
+ * overlay of SRC with a throwaway upper layer in the scratch tmpfs, so it may write there (a
+ * package manager's cache that must be writable to be read: npm's) and SRC never changes. */
+int run_spec_cow_mounts(struct spec *s, const struct run_options *o, struct cleanup_plan *plan,
+                        struct cm_error **err) {
+  for (size_t i = 0; i < o->mounts.count; i++) {
+    const char *arg = o->mounts.items[i];
+    size_t n = strlen(arg);
+    if (n < 4 || strcmp(arg + n - 4, ":cow") != 0)
+      continue;
+    cleanup_free char *copy = run_spec_expand_home("--mount", arg, err);
+    if (copy == NULL)
+      return -1;
+    char *dst = strchr(copy, ':');
+    *dst++ = '\0';
+    *strrchr(dst, ':') = '\0';
+    char real[PATH_MAX];
+    bool dotdot = false;
+    cleanup_free char *clean = path_clean_absolute(dst, &dotdot);
+    if (clean == NULL || realpath(copy, real) == NULL)
+      return cm_error_set(err, errno, "--mount %s", arg);
+    struct spec_mount *m = NULL;
+    for (size_t k = 0; k < s->n_mounts; k++)
+      if (strcmp(s->mounts[k].destination, clean) == 0 && s->mounts[k].source && strcmp(s->mounts[k].source, real) == 0)
+        m = &s->mounts[k];
+    if (m == NULL)
+      continue; /* the profile removed it */
+    char name[32], merged[PATH_MAX];
+    snprintf(name, sizeof(name), "cow-%zu", i);
+    if (scratch_overlay(plan, name, real, merged, sizeof(merged), err) < 0)
+      return cm_error_prefix(err, "--mount %s", arg);
+    free(m->source);
+    m->source = xstrdup(merged);
+    for (size_t k = 0; k < m->options.count; k++)
+      if (strcmp(m->options.items[k], "ro") == 0) {
+        free(m->options.items[k]);
+        m->options.items[k] = xstrdup("rw");
+      }
+    spec_mount_decode_options(m);
   }
   return 0;
 }

@@ -88,9 +88,9 @@ int supervisor_run_standalone(struct run_options *o) {
   if (o->rootfs && run_spec_generate_bundle("--rootfs", o->rootfs, &plan, &err) < 0)
     goto out_err;
   /* --image: the bundle's rootfs is the image's; the process is set from its config below. */
-  if (o->image && run_spec_generate_bundle("--image", "/", &plan, &err) < 0)
+  if ((o->image || o->host) && run_spec_generate_bundle(o->image ? "--image" : "--host", "/", &plan, &err) < 0)
     goto out_err;
-  const char *b = o->rootfs || o->image ? plan.tmp_bundle : o->bundle;
+  const char *b = o->rootfs || o->image || o->host ? plan.tmp_bundle : o->bundle;
   if (realpath(b, bundle) == NULL) {
     cm_error_set(&err, errno, "bundle %s", b);
     goto out_err;
@@ -98,7 +98,12 @@ int supervisor_run_standalone(struct run_options *o) {
   char cfg[PATH_MAX + 16];
   snprintf(cfg, sizeof(cfg), "%s/config.json", bundle);
   s = spec_load_file(cfg, "config.json", &err);
-  if (s == NULL || (o->image && run_image_prepare(s, o, &image, &err) < 0) || run_spec_apply_options(s, o, &err) < 0)
+  if (s == NULL || (o->image && run_image_prepare(s, o, &image, &err) < 0))
+    goto out_err;
+  if (o->host)
+    run_host_process(s);
+  size_t config_mounts = s->n_mounts; /* the command line's binds follow */
+  if (run_spec_apply_options(s, o, &err) < 0)
     goto out_err;
   enum policy_profile profile;
   if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
@@ -123,6 +128,8 @@ int supervisor_run_standalone(struct run_options *o) {
     rc = 0;
     goto out;
   }
+  if ((o->host && run_host_root(s, config_mounts, &plan, &err) < 0) || run_spec_cow_mounts(s, o, &plan, &err) < 0)
+    goto out_err;
   if (run_spec_check_process(s, o, bundle, &err) < 0)
     goto out_err;
   /* An image's rootfs in the store is shared by every run: never written, so always under a

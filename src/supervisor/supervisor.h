@@ -42,6 +42,7 @@ struct run_options {
   const char *store;      /* --store DIR: the image store (default /var/lib/codemode…) */
   const char *pull;       /* --pull missing|always|never */
   bool no_init;           /* --no-init: the server itself is pid 1 */
+  bool host;              /* --host: the host's system directories, read-only (run_host.c) */
 };
 
 /* Everything after the flags: load and tighten the config, create, start, wait, delete.
@@ -56,7 +57,7 @@ int supervisor_run_standalone(struct run_options *o);
 #define PLAN_PATH_MAX 200
 struct cleanup_plan {
   char tmp_bundle[PLAN_PATH_MAX];    /* generated bundle dir (--rootfs), or "" */
-  char ephemeral_dir[PLAN_PATH_MAX]; /* mount point dir of --ephemeral, or "" */
+  char ephemeral_dir[PLAN_PATH_MAX]; /* mount point dir of the scratch tmpfs (scratch.c), or "" */
   int watcher_fd;                    /* our end of the watcher's pipe, or -1 */
 };
 /* 'B' tmp_bundle, 'E' ephemeral_dir, 'D' done: we cleaned up ourselves. */
@@ -65,6 +66,13 @@ void plan_tell(const struct cleanup_plan *plan, char kind, const char *path);
 void plan_remove_leftovers(const struct cleanup_plan *plan);
 /* Fork the watcher before anything exists; returns our end of its pipe, or -1 (errno). */
 int watcher_start(const struct runtime_context *ctx, const char *id);
+
+/* scratch.c: one tmpfs in a private mount namespace of ours for what a run throws away; made
+ * on first use (plan->ephemeral_dir). scratch_overlay: an overlay of lower with an upper layer
+ * there, mounted at merged (size bytes of buffer), under scratch/<name>. */
+const char *scratch_dir(struct cleanup_plan *plan, struct cm_error **err);
+int scratch_overlay(struct cleanup_plan *plan, const char *name, const char *lower, char *merged, size_t size,
+                    struct cm_error **err);
 
 /* run_spec.c: the command line applied to the config, before the profile tightens it. */
 /* A bundle in /tmp with the default config whose rootfs is dir (flag names it in errors). */
@@ -76,6 +84,9 @@ char *run_spec_expand_home(const char *flag, const char *path, struct cm_error *
  * never created in the bundle's rootfs), the command is not a directory. */
 int run_spec_check_process(const struct spec *s, const struct run_options *o, const char *bundle,
                            struct cm_error **err);
+/* After the profile: each --mount SRC:DST:cow becomes an overlay of SRC with a throwaway upper. */
+int run_spec_cow_mounts(struct spec *s, const struct run_options *o, struct cleanup_plan *plan,
+                        struct cm_error **err);
 /* --ephemeral: the root becomes an overlay with a throwaway tmpfs upper layer. */
 int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err);
 /* Does the container need the runtime's sealed re-exec (linux/selfclone.h)? */
@@ -89,6 +100,12 @@ struct run_image {
 };
 int run_image_prepare(struct spec *s, const struct run_options *o, struct run_image *img, struct cm_error **err);
 void run_image_release(struct run_image *img);
+
+/* run_host.c: --host. The root becomes a tmpfs of ours with the host's system directories and
+ * an allow-list of /etc bound read-only, HOME and /tmp empty tmpfs (added after the profile:
+ * they are ours, not the caller's). run_host_process: the process env and cwd for it. */
+int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *plan, struct cm_error **err);
+void run_host_process(struct spec *s);
 
 /* run_init.c: the container's pid 1 is codemode-init (fd 3, a sealed memfd), the server its
  * child; *preserve_fds becomes 1. */
