@@ -123,8 +123,11 @@ int supervisor_run_standalone(struct run_options *o) {
     printf("profile: %s\n", policy_profile_name(profile));
     for (size_t i = 0; i < pol.report.count; i++)
       printf("%s\n", pol.report.lines[i]);
-    if (o->ephemeral || o->image)
+    if (o->ephemeral)
       printf("root: an overlay with a throwaway tmpfs upper layer (--ephemeral): writable, never saved\n");
+    else if (o->image)
+      printf("root: the image's rootfs in the store under a throwaway overlay upper layer (%s)\n",
+             s->root_readonly ? "read-only" : "writable, never saved");
     rc = 0;
     goto out;
   }
@@ -133,13 +136,16 @@ int supervisor_run_standalone(struct run_options *o) {
   if (run_spec_check_process(s, o, bundle, &err) < 0)
     goto out_err;
   /* An image's rootfs in the store is shared by every run: never written, so always under a
-   * throwaway upper layer. */
+   * throwaway upper layer (even a container that could remount its root writable writes only
+   * there). The root stays as read-only as the profile made it unless --ephemeral. */
   if (o->ephemeral || o->image) {
     if (run_spec_ephemeral_root(s, bundle, &plan, &err) < 0)
       goto out_err;
-    /* Writes land in the throwaway upper layer: the rootfs on disk stays as it was. */
-    s->root_readonly = false;
-    cm_debug("--ephemeral: root writable through an overlay at %s", s->root_path);
+    if (o->ephemeral) {
+      /* Writes land in the throwaway upper layer: the rootfs on disk stays as it was. */
+      s->root_readonly = false;
+      cm_debug("--ephemeral: root writable through an overlay at %s", s->root_path);
+    }
   }
 
   struct supervise_loop l = {.ctx = &ctx,
@@ -154,12 +160,19 @@ int supervisor_run_standalone(struct run_options *o) {
                              .in_to = -1,
                              .out_from = -1,
                              .out_to = -1,
-                             .err_from = -1};
-  int saved[2] = {-1, -1}, saved_err = -1;
-  struct stderr_hints hints = {.to = STDERR_FILENO, .profile = policy_profile_name(profile)};
-  l.hints = &hints;
-  if (o->idle_timeout > 0 && supervise_interpose_stdio(&l, saved) < 0) {
-    cm_error_set(&err, errno, "--idle-timeout: set up pipes");
+                             .err_from = -1,
+                             .err_to = -1};
+  int saved[3] = {-1, -1, -1};
+  /* With a read-only root, the server's output goes through us and is read for EROFS reports
+   * (erofs_hints.c); --idle-timeout watches stdin and stdout. Otherwise stdio is the caller's,
+   * untouched. */
+  struct erofs_hints hints = {.to = STDERR_FILENO, .profile = policy_profile_name(profile)};
+  bool watch_erofs = s->root_readonly;
+  if (watch_erofs)
+    l.hints = &hints;
+  if ((o->idle_timeout > 0 || watch_erofs) &&
+      supervise_interpose_stdio(&l, o->idle_timeout > 0, watch_erofs, saved) < 0) {
+    cm_error_set(&err, errno, "stdio: set up pipes");
     goto out_err;
   }
   int preserve_fds = 0;
@@ -175,19 +188,9 @@ int supervisor_run_standalone(struct run_options *o) {
                               .no_reexec = true,
                               .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL};
   struct created_container cc = {.pid = -1, .console_master = -1, .start_sock = -1};
-  /* The server's stderr through us, read for EROFS reports (stderr_hints.c). Not with a
-   * terminal-less --debug run's own logs: those stay on ours. */
-  if (supervise_interpose_stderr(&l, &saved_err) < 0) {
-    cm_error_set(&err, errno, "stderr: set up a pipe");
-    goto out_err;
-  }
   int created = runtime_create(&ctx, &co, &cc, &err);
-  supervise_restore_stderr(saved_err);
-  if (saved_err >= 0)
-    close(saved_err);
-  if (o->idle_timeout > 0) {
-    supervise_restore_stdio(saved);
-  } else if (created == 0) {
+  supervise_restore_stdio(saved);
+  if (o->idle_timeout == 0 && created == 0) {
     /* The container has its own copies of our stdin and stdout: drop ours, so the caller sees
      * EOF exactly when the container's processes are gone. */
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -111,17 +111,20 @@ void run_host_process(struct spec *s);
  * child; *preserve_fds becomes 1. */
 int run_init_prepare(struct spec *s, int *preserve_fds, struct cm_error **err);
 
-/* stderr_hints.c: the server's stderr, passed through and read for EROFS reports. */
-struct stderr_hints {
-  int to;              /* the caller's stderr */
-  const char *profile; /* named in the hint */
+/* erofs_hints.c: the server's output, passed through and read for EROFS reports. */
+struct erofs_scan {
   char line[4096];
   size_t len;
-  char last_dir[1024];
 };
-/* Copy what is readable from `from` to h->to, hinting at EROFS; false on EOF. */
-bool stderr_hints_pump(struct stderr_hints *h, int from);
-void stderr_hints_feed(struct stderr_hints *h, const char *buf, size_t n);
+struct erofs_hints {
+  int to;              /* where hints go: the caller's stderr */
+  const char *profile; /* named in the hint */
+  char last_dir[1024];
+  struct erofs_scan out, err;
+};
+/* Copy what is readable from `from` to `to`, hinting at EROFS; false on EOF. */
+bool erofs_hints_pump(struct erofs_hints *h, struct erofs_scan *sc, int from, int to);
+void erofs_hints_feed(struct erofs_hints *h, struct erofs_scan *sc, const char *buf, size_t n);
 
 /* wait.c: the wait loop. */
 struct supervise_loop {
@@ -132,9 +135,10 @@ struct supervise_loop {
   double grace, idle;
   /* --idle-timeout only: we sit between the caller's stdio and the container's pipes. */
   int in_from, in_to, out_from, out_to;
-  /* The server's stderr: a pipe we read (stderr_hints), -1 when passed as it is. */
-  int err_from;
-  struct stderr_hints *hints;
+  /* The server's stderr: a pipe we read (erofs_hints), -1 when passed as it is. */
+  int err_from, err_to;
+  /* NULL: no EROFS hints (the root is writable); else stdout and stderr are read for them. */
+  struct erofs_hints *hints;
   bool timed_out;
   bool term_sent;
 };
@@ -142,11 +146,11 @@ int supervise_timer_arm(int fd, double seconds);
 /* Until init exits (and its output is drained): signals forwarded, timeouts enforced. Returns
  * init's exit code (128+N for signal N), EXIT_RUN_ERROR if it could not be waited for. */
 int supervise_wait(struct supervise_loop *l);
-/* --idle-timeout: the container gets pipes on 0 and 1; the originals are kept above 2. */
-int supervise_interpose_stdio(struct supervise_loop *l, int saved[2]);
-void supervise_restore_stdio(int saved[2]);
-/* The container gets a pipe as its stderr (read by stderr_hints); *saved keeps ours. */
-int supervise_interpose_stderr(struct supervise_loop *l, int *saved);
-void supervise_restore_stderr(int saved);
+/* The container gets pipes on 0 and 1 (--idle-timeout; with in = false only 1: the EROFS hints)
+ * and on 2 (err); the originals are kept above 2. */
+int supervise_interpose_stdio(struct supervise_loop *l, bool in, bool err, int saved[3]);
+/* Ours again (the container has its own copies of the pipes), so they report EOF when the
+ * container's processes are gone. */
+void supervise_restore_stdio(int saved[3]);
 
 #endif

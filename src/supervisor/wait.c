@@ -112,13 +112,15 @@ int supervise_wait(struct supervise_loop *l) {
     }
     if (fds[5].revents & (POLLIN | POLLHUP | POLLERR)) {
       activity = true;
-      if (!foreground_pump(l->out_from, l->out_to)) {
+      bool open = l->hints ? erofs_hints_pump(l->hints, &l->hints->out, l->out_from, l->out_to)
+                           : foreground_pump(l->out_from, l->out_to);
+      if (!open) {
         close(l->out_from);
         l->out_from = -1;
       }
     }
     if (fds[6].revents & (POLLIN | POLLHUP | POLLERR)) {
-      if (!stderr_hints_pump(l->hints, l->err_from)) {
+      if (!erofs_hints_pump(l->hints, &l->hints->err, l->err_from, l->err_to)) {
         close(l->err_from);
         l->err_from = -1;
       }
@@ -129,48 +131,37 @@ int supervise_wait(struct supervise_loop *l) {
   return exited ? exit_code_of(status) : EXIT_RUN_ERROR;
 }
 
-int supervise_interpose_stdio(struct supervise_loop *l, int saved[2]) {
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
-    return -1;
-  saved[0] = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-  saved[1] = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-  /* dup2 clears O_CLOEXEC: the container inherits exactly these two ends as its 0 and 1. */
-  if (saved[0] < 0 || saved[1] < 0 || dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
-    return -1;
-  close(in[0]);
-  close(out[1]);
-  l->in_from = saved[0];
-  l->in_to = in[1];
-  l->out_from = out[0];
-  l->out_to = saved[1];
-  return 0;
-}
-
-void supervise_restore_stdio(int saved[2]) {
-  /* Our copies of the container's ends must go, or the pipes never report EOF. */
-  dup2(saved[0], STDIN_FILENO);
-  dup2(saved[1], STDOUT_FILENO);
-}
-
-int supervise_interpose_stderr(struct supervise_loop *l, int *saved) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0)
-    return -1;
-  *saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
-  if (*saved < 0 || dup2(p[1], STDERR_FILENO) < 0) {
-    close(p[0]);
-    close(p[1]);
-    return -1;
+int supervise_interpose_stdio(struct supervise_loop *l, bool in, bool err, int saved[3]) {
+  for (int fd = 0; fd < 3; fd++) {
+    if ((fd == 0 && !in) || (fd == 2 && !err))
+      continue;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+      return -1;
+    saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    /* dup2 clears O_CLOEXEC: the container inherits exactly this end as its fd. */
+    if (saved[fd] < 0 || dup2(p[fd == 0 ? 0 : 1], fd) < 0) {
+      close(p[0]);
+      close(p[1]);
+      return -1;
+    }
+    close(p[fd == 0 ? 0 : 1]);
+    if (fd == 0) {
+      l->in_from = saved[0];
+      l->in_to = p[1];
+    } else if (fd == 1) {
+      l->out_from = p[0];
+      l->out_to = saved[1];
+    } else {
+      l->err_from = p[0];
+      l->err_to = saved[2];
+    }
   }
-  close(p[1]);
-  l->err_from = p[0];
   return 0;
 }
 
-void supervise_restore_stderr(int saved) {
-  /* Ours again (the container has its own copy of the pipe), so the pipe reports EOF when the
-   * container's processes are gone. */
-  if (saved >= 0)
-    dup2(saved, STDERR_FILENO);
+void supervise_restore_stdio(int saved[3]) {
+  for (int fd = 0; fd < 3; fd++)
+    if (saved[fd] >= 0)
+      dup2(saved[fd], fd);
 }

@@ -1,8 +1,9 @@
-/* codemode-run passes the server's stderr through byte for byte, reading it on the way: when the
- * server reports a write refused with EROFS ("EROFS: read-only file system, open '/app/x'" from
- * node, "[Errno 30] Read-only file system: '/app/x'" from Python), the user learns at once which
- * path it was and the flag that gives the server a writable place, instead of a bare stack
- * trace. Once per directory. */
+/* With a read-only root, codemode-run passes the server's stdout and stderr through byte for
+ * byte, reading them on the way: when the server reports a write refused with EROFS ("EROFS:
+ * read-only file system, open '/app/x'" from node, in a log line or inside an MCP tool result on
+ * stdout; "[Errno 30] Read-only file system: '/app/x'" from Python), the user learns on stderr at
+ * once which path it was and the flag that gives the server a writable place, instead of a tool
+ * call that fails for no visible reason. Once per directory. */
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@ static const char *find_ci(const char *hay, size_t n, const char *needle) {
   return NULL;
 }
 
-static void hint_for_line(struct stderr_hints *h, const char *line, size_t n) {
+static void hint_for_line(struct erofs_hints *h, const char *line, size_t n) {
   const char *hit = find_ci(line, n, "read-only file system");
   if (hit == NULL)
     return;
@@ -53,29 +54,29 @@ static void hint_for_line(struct stderr_hints *h, const char *line, size_t n) {
             h->profile);
 }
 
-void stderr_hints_feed(struct stderr_hints *h, const char *buf, size_t n) {
+void erofs_hints_feed(struct erofs_hints *h, struct erofs_scan *sc, const char *buf, size_t n) {
   for (size_t i = 0; i < n; i++) {
     char c = buf[i];
-    if (c == '\n' || h->len == sizeof(h->line)) {
-      hint_for_line(h, h->line, h->len);
-      h->len = 0;
+    if (c == '\n' || sc->len == sizeof(sc->line)) {
+      hint_for_line(h, sc->line, sc->len);
+      sc->len = 0;
       if (c == '\n')
         continue;
     }
-    h->line[h->len++] = c;
+    sc->line[sc->len++] = c;
   }
 }
 
-bool stderr_hints_pump(struct stderr_hints *h, int from) {
+bool erofs_hints_pump(struct erofs_hints *h, struct erofs_scan *sc, int from, int to) {
   char buf[8192];
   ssize_t n = read(from, buf, sizeof(buf));
   if (n <= 0) {
-    if (n == 0 && h->len)
-      hint_for_line(h, h->line, h->len);
+    if (n == 0 && sc->len)
+      hint_for_line(h, sc->line, sc->len);
     return n < 0 && (errno == EINTR || errno == EAGAIN);
   }
   for (ssize_t off = 0; off < n;) {
-    ssize_t w = write(h->to, buf + off, (size_t)(n - off));
+    ssize_t w = write(to, buf + off, (size_t)(n - off));
     if (w < 0) {
       if (errno == EINTR)
         continue;
@@ -83,6 +84,6 @@ bool stderr_hints_pump(struct stderr_hints *h, int from) {
     }
     off += w;
   }
-  stderr_hints_feed(h, buf, (size_t)n);
+  erofs_hints_feed(h, sc, buf, (size_t)n);
   return true;
 }
