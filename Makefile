@@ -44,7 +44,7 @@ comma     := ,
 WERROR    ?= -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra $(WERROR) -Wno-unused-parameter -fno-strict-aliasing \
-             -D_GNU_SOURCE -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" \
+             -D_GNU_SOURCE -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" -DCODEMODE_BINDIR=\"$(BINDIR)\" \
              -iquote src $(PKG_CFLAGS)
 LDLIBS    += $(DEP_LIBS)
 ifneq ($(SANITIZE),)
@@ -61,13 +61,13 @@ B := build/san-$(subst $(comma),-,$(SANITIZE))
 endif
 LIB_SRCS  := $(sort $(wildcard src/util/*.c src/spec/*.c src/policy/*.c src/linux/*.c src/cgroup/*.c src/runtime/*.c \
                           src/supervisor/*.c))
-CLI_SRCS  := $(sort $(filter-out src/cli/run_standalone.c,$(wildcard src/cli/*.c)))
+CLI_SRCS  := $(sort $(filter-out src/cli/run_standalone.c src/cli/image.c,$(wildcard src/cli/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/codemode $(B)/codemode-run
+all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -87,6 +87,16 @@ $(B)/codemode: $(CLI_OBJS) $(B)/libcodemode.a
 $(B)/codemode-run: $(B)/src/cli/run_standalone.o $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) $(BIN_LDFLAGS) -o $@ $< $(B)/libcodemode.a $(LDLIBS) -lm
 
+# codemode-image (issue 17): images without Docker. Its own binary, linked shared with libcurl,
+# libarchive and libcrypto, so that none of them is ever on the container start path (codemode
+# and codemode-run stay static and exec it for pull/images/rmi and --image).
+IMAGE_PKGS := libcurl libarchive libcrypto
+IMAGE_SRCS := $(sort $(wildcard src/image/*.c))
+IMAGE_OBJS := $(IMAGE_SRCS:%.c=$(B)/%.o) $(B)/src/cli/image.o
+$(IMAGE_OBJS): CFLAGS += $(shell pkg-config --cflags $(IMAGE_PKGS))
+$(B)/codemode-image: $(IMAGE_OBJS) $(B)/libcodemode.a
+	$(CC) $(LDFLAGS) -o $@ $(IMAGE_OBJS) $(B)/libcodemode.a $(LDLIBS) $(shell pkg-config --libs $(IMAGE_PKGS))
+
 # The same objects linked against the shared glibc, for the valgrind suite: memcheck replaces
 # malloc through the loader, which a static binary does not have. `make check` builds it.
 $(B)/codemode-dynamic: $(CLI_OBJS) $(B)/libcodemode.a
@@ -102,6 +112,13 @@ build/codemode-exec-trampoline: src/trampoline/exec_trampoline.c
 	@echo "  CC      $@"
 	@$(CC) $(TRAMPOLINE_CFLAGS) $(TRAMPOLINE_LDFLAGS) -o $@ $<
 $(B)/src/linux/exec_trampoline.o: build/codemode-exec-trampoline
+# codemode-init (src/trampoline/init.c): pid 1 of a codemode-run container; freestanding, built
+# and embedded like the trampoline.
+build/codemode-init: src/trampoline/init.c
+	@mkdir -p build
+	@echo "  CC      $@"
+	@$(CC) $(TRAMPOLINE_CFLAGS) $(TRAMPOLINE_LDFLAGS) -o $@ $<
+$(B)/src/supervisor/run_init.o: build/codemode-init
 
 # The seccomp profiles are built into the binary (.incbin): rebuild when one changes.
 $(B)/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)
@@ -129,6 +146,7 @@ check-v2: all $(UNIT_BINS)
 install: all
 	install -D -m 0755 $(B)/codemode $(DESTDIR)$(BINDIR)/codemode
 	install -D -m 0755 $(B)/codemode-run $(DESTDIR)$(BINDIR)/codemode-run
+	install -D -m 0755 $(B)/codemode-image $(DESTDIR)$(BINDIR)/codemode-image
 	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; \
 	  s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 	@for p in seccomp-profiles/*.json; do [ -e "$$p" ] || continue; \
@@ -148,7 +166,7 @@ deps:
 	scripts/install-deps.sh all
 
 .PHONY: all unit unit-bins check check-v2 install clean format quickstart deps
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(IMAGE_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
 
 # Fuzzing (tests/fuzz): make fuzz [FUZZ_SECONDS=60]. Each tests/fuzz/fuzz_*.c is a libFuzzer
 # target built with clang, ASan and UBSan against the parser sources it needs; FUZZ_SECONDS=0
@@ -174,6 +192,11 @@ $(B)/fuzz/libfuzzlib.a: $(FUZZ_LIB_OBJS)
 
 $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(B)/fuzz/libfuzzlib.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/fuzz/libfuzzlib.a $(PKG_LIBS)
+
+# The layer unpacker (src/image/unpack.c) with libarchive: a layer is an attacker's tar stream.
+$(B)/fuzz/fuzz_unpack: tests/fuzz/fuzz_unpack.c $(B)/fuzz/src/image/unpack.o $(B)/fuzz/libfuzzlib.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/fuzz/src/image/unpack.o $(B)/fuzz/libfuzzlib.a \
+	  $(PKG_LIBS) $(shell pkg-config --libs libarchive)
 
 fuzz-bins: $(FUZZ_BINS)
 

@@ -31,6 +31,9 @@ static const char usage[] =
     "  spec      write a default config.json\n"
     "  features  print the features this runtime implements (JSON)\n"
     "  policy    policy explain: what the hardening profile changes in a config\n"
+    "  pull      bring an image into the store (oci:DIR, docker-archive:FILE, a registry)\n"
+    "  images    list the store's images (--prune: remove what no name needs)\n"
+    "  rmi       remove images from the store\n"
     "\n"
     "Global options:\n"
     "  --root DIR                state directory (default /run/codemode)\n"
@@ -86,7 +89,7 @@ static const struct {
     {"kill", cmd_kill},     {"delete", cmd_delete}, {"list", cmd_list}, {"spec", cmd_spec},
     {"features", cmd_features}, {"exec", cmd_exec}, {"policy", cmd_policy},
     {"pause", cmd_pause},       {"resume", cmd_resume}, {"ps", cmd_ps},     {"update", cmd_update},
-    {"events", cmd_events},
+    {"events", cmd_events}, {"pull", cmd_pull},         {"images", cmd_images}, {"rmi", cmd_rmi},
 };
 
 static void print_version(void) {

@@ -3,6 +3,8 @@
  *
  *   codemode-run [OPTIONS] BUNDLE [-- CMD ARGS…]
  *   codemode-run [OPTIONS] --rootfs DIR [-- CMD ARGS…]
+ *   codemode-run [OPTIONS] --image REF [-- CMD ARGS…]
+ *   codemode-run [OPTIONS] --host -- CMD ARGS…
  *
  * stdio is the container's, untouched (no tty; codemode-run writes nothing to stdout, its
  * diagnostics go to stderr) unless --idle-timeout asks us to watch the bytes. Profile mcp by
@@ -20,6 +22,8 @@
 static const char usage[] =
     "usage: codemode-run [OPTIONS] BUNDLE [-- CMD ARGS...]\n"
     "       codemode-run [OPTIONS] --rootfs DIR [-- CMD ARGS...]\n"
+    "       codemode-run [OPTIONS] --image REF [-- CMD ARGS...]\n"
+    "       codemode-run [OPTIONS] --host -- CMD ARGS...\n"
     "\n"
     "Create, start and wait for a container; exit with its status (128+N if killed by signal N,\n"
     "124 on timeout, 125 if it could not run); always delete it. stdio is passed through untouched.\n"
@@ -31,12 +35,28 @@ static const char usage[] =
     "                          config's; built in: default, mcp, mcp-audit); the profile's own\n"
     "                          filter is still stacked on top\n"
     "  --rootfs DIR            run DIR with a generated config (needs -- CMD ARGS)\n"
+    "  --image REF             run an image: oci:DIR[:TAG], docker-archive:FILE or\n"
+    "                          [REGISTRY/]NAME[:TAG][@DIGEST], pulled into the store once;\n"
+    "                          its Entrypoint/Cmd/Env/WorkingDir/User are the process\n"
+    "                          (-- CMD replaces Cmd); root: a throwaway overlay\n"
+    "  --host                  run CMD from the host's own /usr, /bin, /lib* (read-only) and\n"
+    "                          an allow-list of /etc (no shadow, no ssh keys); HOME and /tmp\n"
+    "                          empty; none of your files unless --mount gives them\n"
+    "  --entrypoint CMD        with --image: replaces the image's Entrypoint (and Cmd)\n"
+    "  --pull missing|always|never  with --image: when to pull (default missing)\n"
+    "  --no-init               the server is pid 1 itself (default: a minimal init forwards\n"
+    "                          signals to it and reaps zombies, as docker run --init)\n"
+    "  --store DIR             the image store (default /var/lib/codemode, rootless\n"
+    "                          $XDG_DATA_HOME/codemode)\n"
     "  --timeout SECONDS       wall clock limit: SIGTERM, then SIGKILL after the grace period\n"
     "  --idle-timeout SECONDS  stop after SECONDS without a byte on stdin or stdout\n"
     "  --grace SECONDS         between SIGTERM and SIGKILL (default 5)\n"
     "  --ephemeral             writable root: an overlay with a tmpfs upper layer over the\n"
     "                          rootfs, thrown away at exit (the rootfs itself is never written)\n"
-    "  --mount SRC:DST[:ro|rw] bind SRC at DST (read-only unless :rw)\n"
+    "  --mount SRC:DST[:ro|rw|cow]  bind SRC at DST (read-only unless :rw; ~ is $HOME);\n"
+    "                          cow: writable, the writes thrown away at exit (SRC unchanged)\n"
+    "  --state DIR[:DST]       a host directory the server keeps data in, read-write at DST\n"
+    "                          (default /state), made if missing: writes there survive\n"
     "  --deny PATH             no access at or beneath PATH in the container (repeatable),\n"
     "                          enforced by Landlock even inside an allowed mount\n"
     "  --env K=V               set an environment variable (repeatable)\n"
@@ -102,6 +122,13 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     O_EXPLAIN,
     O_SECCOMP,
     O_ROOTFS,
+    O_IMAGE,
+    O_ENTRYPOINT,
+    O_PULL,
+    O_STORE,
+    O_NO_INIT,
+    O_STATE,
+    O_HOST,
     O_TIMEOUT,
     O_IDLE,
     O_GRACE,
@@ -123,6 +150,13 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       {"explain", no_argument, NULL, O_EXPLAIN},
       {"seccomp", required_argument, NULL, O_SECCOMP},
       {"rootfs", required_argument, NULL, O_ROOTFS},
+      {"image", required_argument, NULL, O_IMAGE},
+      {"entrypoint", required_argument, NULL, O_ENTRYPOINT},
+      {"pull", required_argument, NULL, O_PULL},
+      {"store", required_argument, NULL, O_STORE},
+      {"no-init", no_argument, NULL, O_NO_INIT},
+      {"state", required_argument, NULL, O_STATE},
+      {"host", no_argument, NULL, O_HOST},
       {"timeout", required_argument, NULL, O_TIMEOUT},
       {"idle-timeout", required_argument, NULL, O_IDLE},
       {"grace", required_argument, NULL, O_GRACE},
@@ -152,6 +186,21 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     case O_EXPLAIN: o->explain = true; break;
     case O_SECCOMP: o->seccomp = optarg; break;
     case O_ROOTFS: o->rootfs = optarg; break;
+    case O_IMAGE: o->image = optarg; break;
+    case O_ENTRYPOINT: o->entrypoint = optarg; break;
+    case O_PULL:
+      if (strcmp(optarg, "missing") != 0 && strcmp(optarg, "always") != 0 && strcmp(optarg, "never") != 0)
+        die_usage("--pull: \"%s\" must be missing, always or never", optarg);
+      o->pull = optarg;
+      break;
+    case O_NO_INIT: o->no_init = true; break;
+    case O_STATE: spec_strv_push(&o->states, optarg); break;
+    case O_HOST: o->host = true; break;
+    case O_STORE:
+      if (optarg[0] != '/')
+        die_usage("--store: \"%s\" must be absolute", optarg);
+      o->store = optarg;
+      break;
     case O_TIMEOUT: o->timeout = parse_seconds("--timeout", optarg); break;
     case O_IDLE: o->idle_timeout = parse_seconds("--idle-timeout", optarg); break;
     case O_GRACE: o->grace = parse_seconds("--grace", optarg); break;
@@ -200,9 +249,13 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     default: fputs(usage, stderr); exit(EXIT_RUN_ERROR);
     }
   }
-  /* getopt consumes a "--" that directly follows our options (the --rootfs form). */
+  if ((o->image != NULL) + (o->rootfs != NULL) + o->host > 1)
+    die_usage("%s", "--image, --rootfs and --host: give one of them");
+  if ((o->entrypoint || o->pull) && !o->image)
+    die_usage("%s", "--entrypoint and --pull go with --image");
+  /* getopt consumes a "--" that directly follows our options (the --rootfs and --image forms). */
   bool dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
-  if (dashdash && !o->rootfs)
+  if (dashdash && !o->rootfs && !o->image && !o->host)
     die_usage("%s", "missing BUNDLE before --");
   if (dashdash) {
     o->cmd = argv + optind;
@@ -211,9 +264,9 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       die_usage("%s", "-- must be followed by a command");
     return;
   }
-  if (!o->rootfs) {
+  if (!o->rootfs && !o->image && !o->host) {
     if (optind >= argc || strcmp(argv[optind], "--") == 0)
-      die_usage("%s", "missing BUNDLE (or --rootfs DIR)");
+      die_usage("%s", "missing BUNDLE (or --rootfs DIR, --image REF, --host)");
     o->bundle = argv[optind++];
   }
   if (optind < argc) {
@@ -226,6 +279,8 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
   }
   if (o->rootfs && o->cmd == NULL)
     die_usage("%s", "--rootfs needs the command after --");
+  if (o->host && o->cmd == NULL)
+    die_usage("%s", "--host needs the command after --");
 }
 
 int main(int argc, char **argv) {

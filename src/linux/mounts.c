@@ -500,7 +500,7 @@ int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_ru
     const struct spec_mount *m = &s->mounts[i];
     cm_debug("mount %s on %s (type %s)", m->source ? m->source : "-", m->destination,
              m->type ? m->type : "bind");
-    if (apply_one(s, m, root_fd, rules, err) < 0)
+    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, err) < 0)
       rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type %s)",
                            m->source ? m->source : (m->type ? m->type : ""),
                            m->destination ? m->destination : "", i, m->type ? m->type : "bind");

@@ -74,6 +74,11 @@ int policy_apply_update(const char *requested, const char *recorded, struct spec
  * rights. */
 void policy_root_made_writable(struct spec *s, struct policy_result *r, const char *why);
 
+/* A mount codemode-run adds itself after the profile (--host's system directories, a :cow
+ * overlay made writable): the Landlock layer gives its destination that mount's rights, as if
+ * the profile had seen it. Nothing without the profile's layer. */
+void policy_landlock_add_mount(struct policy_result *r, const struct spec_mount *m);
+
 /* The egress allowlist (issue 16) passes the TCP ports of its broker here: where the kernel has
  * Landlock ABI >= 4, the profile's layer then allows connect(2) only to `connect` and bind(2)
  * only to `bind` (none: no TCP bind at all). Without this call no TCP right is handled: the

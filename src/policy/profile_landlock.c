@@ -127,6 +127,11 @@ void policy_root_made_writable(struct spec *s, struct policy_result *r, const ch
   }
 }
 
+void policy_landlock_add_mount(struct policy_result *r, const struct spec_mount *m) {
+  if (r->landlock.present)
+    set_path(&r->landlock, m->destination, mount_rights(m));
+}
+
 int policy_landlock_restrict_tcp(struct policy_result *r, const struct policy_landlock_tcp *tcp,
                                  struct cm_error **err) {
   struct spec_landlock *l = &r->landlock;

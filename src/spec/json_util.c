@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yajl/yajl_parse.h>
 
 void *xcalloc(size_t n, size_t size) {
   void *p = calloc(n ? n : 1, size ? size : 1);
@@ -157,6 +158,25 @@ static bool json_too_deep(const char *text, size_t len) {
   return false;
 }
 
+/* Where a document stops being JSON: the bytes yajl consumed before its error (the tree API
+ * does not say). At the end of the input for a truncated document. */
+static size_t json_error_offset(const char *text, size_t len) {
+  yajl_handle h = yajl_alloc(NULL, NULL, NULL);
+  if (h == NULL)
+    return len;
+  size_t at = len;
+  yajl_status st = yajl_parse(h, (const unsigned char *)text, len);
+  if (st == yajl_status_error) {
+    /* yajl counts the offending byte as consumed: point at it. */
+    at = yajl_get_bytes_consumed(h);
+    at = at > 0 && at <= len ? at - 1 : at;
+  }
+  /* Otherwise the document ended too early (or has garbage after it, found only here): the
+   * end of the input is where. */
+  yajl_free(h);
+  return at;
+}
+
 yajl_val json_parse(const char *text, size_t len, const char *label, struct cm_error **err) {
   if (memchr(text, '\0', len) != NULL || json_has_escaped_nul(text, len)) {
     cm_error_set(err, 0, "%s: invalid JSON: NUL character in input", label);
@@ -175,9 +195,20 @@ yajl_val json_parse(const char *text, size_t len, const char *label, struct cm_e
   yajl_val tree = yajl_tree_parse(copy, errbuf, sizeof(errbuf));
   free(copy);
   if (tree == NULL) {
-    /* yajl's message spans lines (it quotes the input with a caret); keep the first line. */
+    /* yajl's message spans lines (it quotes the input with a caret); keep the first line, and
+     * say where, as an editor counts: line and column of the byte yajl stopped at. */
     errbuf[strcspn(errbuf, "\n")] = '\0';
-    cm_error_set(err, 0, "%s: invalid JSON: %s", label, errbuf[0] ? errbuf : "parse error");
+    size_t line = 1, col = 1, at = json_error_offset(text, len);
+    for (size_t i = 0; i < at && i < len; i++) {
+      if (text[i] == '\n') {
+        line++;
+        col = 1;
+      } else {
+        col++;
+      }
+    }
+    cm_error_set(err, 0, "%s: invalid JSON at line %zu, column %zu: %s", label, line, col,
+                 errbuf[0] ? errbuf : "parse error");
   }
   return tree;
 }

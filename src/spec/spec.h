@@ -48,6 +48,9 @@ struct spec_mount {
   char *data;                      /* unknown options joined by ',' for mount(2) data, or NULL */
   struct spec_id_mapping *uid_mappings, *gid_mappings;
   size_t n_uid_mappings, n_gid_mappings;
+  /* Never from JSON: a mount codemode-run made itself after the profile (--host's read-only
+   * system directories), whose source the hardening checks (spec.hardening) do not judge. */
+  bool trusted;
 };
 
 struct spec_rlimit {

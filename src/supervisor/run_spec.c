@@ -18,13 +18,14 @@
 #include "spec/json_util.h"
 #include "supervisor/supervisor.h"
 #include "util/cleanup.h"
+#include "util/safepath.h"
 
-/* --rootfs: a bundle dir holding the default config (written to disk: the runtime keeps a copy
+/* --rootfs (and --image): a bundle dir holding the default config (written to disk: the runtime keeps a copy
  * of the config file for exec and hooks), root.path pointing at DIR. */
-int run_spec_generate_bundle(const struct run_options *o, struct cleanup_plan *plan, struct cm_error **err) {
+int run_spec_generate_bundle(const char *flag, const char *dir, struct cleanup_plan *plan, struct cm_error **err) {
   char rootfs[PATH_MAX];
-  if (realpath(o->rootfs, rootfs) == NULL)
-    return cm_error_set(err, errno, "--rootfs %s", o->rootfs);
+  if (realpath(dir, rootfs) == NULL)
+    return cm_error_set(err, errno, "%s %s", flag, dir);
   snprintf(plan->tmp_bundle, sizeof(plan->tmp_bundle), "/tmp/codemode-run.XXXXXX");
   if (mkdtemp(plan->tmp_bundle) == NULL) {
     plan->tmp_bundle[0] = '\0';
@@ -56,8 +57,30 @@ static void replace_env(struct spec_strv *env, const char *kv) {
   spec_strv_push(env, kv);
 }
 
+/* "~" and "~/…" as the shell would expand them (an mcpServers entry is not run by a shell);
+ * "~user" is refused with the fix. NULL with err set. */
+char *run_spec_expand_home(const char *flag, const char *path, struct cm_error **err) {
+  if (path[0] != '~')
+    return xstrdup(path);
+  if (path[1] != '\0' && path[1] != '/') {
+    cm_error_set(err, 0, "%s %s: ~user is not expanded: write the absolute path", flag, path);
+    return NULL;
+  }
+  const char *home = getenv("HOME");
+  if (home == NULL || home[0] != '/') {
+    cm_error_set(err, 0, "%s %s: HOME is not set: write the absolute path", flag, path);
+    return NULL;
+  }
+  char *out;
+  if (asprintf(&out, "%s%s", home, path + 1) < 0)
+    abort();
+  return out;
+}
+
 static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
-  cleanup_free char *copy = xstrdup(arg);
+  cleanup_free char *copy = run_spec_expand_home("--mount", arg, err);
+  if (copy == NULL)
+    return -1;
   char *src = copy, *dst = strchr(copy, ':');
   if (dst == NULL)
     return cm_error_set(err, 0, "--mount %s: expects SRC:DST[:ro|rw]", arg);
@@ -65,13 +88,13 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
   char *mode = strchr(dst, ':');
   if (mode)
     *mode++ = '\0';
-  if (mode && strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0)
-    return cm_error_set(err, 0, "--mount %s: the mode must be ro or rw", arg);
+  if (mode && strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0 && strcmp(mode, "cow") != 0)
+    return cm_error_set(err, 0, "--mount %s: the mode must be ro, rw or cow", arg);
   if (dst[0] != '/')
     return cm_error_set(err, 0, "--mount %s: DST must be absolute", arg);
   char real[PATH_MAX];
   if (realpath(src, real) == NULL)
-    return cm_error_set(err, errno, "--mount %s", src);
+    return cm_error_set(err, errno, "--mount %s: the source %s", arg, src);
   struct spec_mount *grown = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*grown));
   if (grown == NULL)
     abort();
@@ -85,11 +108,36 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
   }
   *m = (struct spec_mount){.destination = clean, .type = xstrdup("bind"), .source = xstrdup(real)};
   spec_strv_push(&m->options, "rbind");
+  /* cow: read-only here, where the profile judges it; run_spec_cow_mounts makes it an overlay. */
   spec_strv_push(&m->options, mode && strcmp(mode, "rw") == 0 ? "rw" : "ro");
   spec_strv_push(&m->options, "nosuid");
   spec_strv_push(&m->options, "nodev");
   spec_mount_decode_options(m);
   return 0;
+}
+
+/* --state DIR[:DST]: a host directory the server may keep data in, read-write at DST (default
+ * /state), made (0700) when it does not exist yet: the one place writes survive the run. */
+static int add_state(struct spec *s, const char *arg, struct cm_error **err) {
+  cleanup_free char *copy = run_spec_expand_home("--state", arg, err);
+  if (copy == NULL)
+    return -1;
+  char *dst = strchr(copy, ':');
+  if (dst)
+    *dst++ = '\0';
+  if (dst && dst[0] != '/')
+    return cm_error_set(err, 0, "--state %s: DST must be absolute", arg);
+  if (copy[0] == '\0')
+    return cm_error_set(err, 0, "--state %s: expects DIR[:DST]", arg);
+  if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+    return cm_error_set(err, errno, "--state %s: create %s", arg, copy);
+  struct stat st;
+  if (stat(copy, &st) < 0 || !S_ISDIR(st.st_mode))
+    return cm_error_set(err, ENOTDIR, "--state %s: %s", arg, copy);
+  cleanup_free char *spec_arg = NULL;
+  if (asprintf(&spec_arg, "%s:%s:rw", copy, dst ? dst : "/state") < 0)
+    abort();
+  return add_bind(s, spec_arg, err);
 }
 
 int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err) {
@@ -98,7 +146,7 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
     return cm_error_set(err, 0, "config.json: .process: missing");
   /* stdio is the caller's pipes; a tty would need a console socket and mangle the bytes. */
   p->terminal = false;
-  if (o->cmd) {
+  if (o->cmd && !o->image) { /* with --image, run_image_prepare combined it with the Entrypoint */
     spec_strv_free(&p->args);
     for (int i = 0; i < o->n_cmd; i++)
       spec_strv_push(&p->args, o->cmd[i]);
@@ -120,6 +168,9 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
       return cm_error_set(err, 0, "--deny %s: must not contain ..", o->deny.items[i]);
     spec_strv_push(&s->landlock_deny, clean);
   }
+  for (size_t i = 0; i < o->states.count; i++)
+    if (add_state(s, o->states.items[i], err) < 0)
+      return -1;
   struct spec_resources *res = &s->linux_.resources;
   if (o->memory) {
     res->present = res->memory.present = true;
@@ -159,9 +210,7 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
   return 0;
 }
 
-/* Our own mount namespace (so every mount here vanishes with us, even on SIGKILL), a
- * size-limited tmpfs holding the overlay's upper and work dirs, the overlay over the rootfs.
- * The container's mount namespace is created from ours and sees it. */
+/* The root as an overlay: the rootfs below, a throwaway upper layer in the scratch tmpfs. */
 int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err) {
   char lower[PATH_MAX];
   cleanup_free char *joined = NULL;
@@ -173,31 +222,9 @@ int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_p
   }
   if (realpath(root, lower) == NULL)
     return cm_error_set(err, errno, "--ephemeral: rootfs %s", root);
-  if (unshare(CLONE_NEWNS) < 0)
-    return cm_error_set(err, errno, "--ephemeral: unshare mount namespace");
-  /* Slave, not shared: nothing mounted here may propagate back to the host. */
-  if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-    return cm_error_set(err, errno, "--ephemeral: make / rslave");
-  snprintf(plan->ephemeral_dir, sizeof(plan->ephemeral_dir), "/tmp/codemode-run-eph.XXXXXX");
-  if (mkdtemp(plan->ephemeral_dir) == NULL) {
-    plan->ephemeral_dir[0] = '\0';
-    return cm_error_set(err, errno, "--ephemeral: mkdtemp");
-  }
-  plan_tell(plan, 'E', plan->ephemeral_dir);
-  const char *d = plan->ephemeral_dir;
-  if (mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=0755") < 0)
-    return cm_error_set(err, errno, "--ephemeral: mount tmpfs on %s", d);
-  char upper[PATH_MAX + 8], work[PATH_MAX + 8], merged[PATH_MAX + 8];
-  snprintf(upper, sizeof(upper), "%s/upper", d);
-  snprintf(work, sizeof(work), "%s/work", d);
-  snprintf(merged, sizeof(merged), "%s/merged", d);
-  if (mkdir(upper, 0755) < 0 || mkdir(work, 0755) < 0 || mkdir(merged, 0755) < 0)
-    return cm_error_set(err, errno, "--ephemeral: mkdir in %s", d);
-  cleanup_free char *data = NULL;
-  if (asprintf(&data, "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work) < 0)
-    abort();
-  if (mount("overlay", merged, "overlay", 0, data) < 0)
-    return cm_error_set(err, errno, "--ephemeral: mount overlay (%s)", data);
+  char merged[PATH_MAX];
+  if (scratch_overlay(plan, "root", lower, merged, sizeof(merged), err) < 0)
+    return cm_error_prefix(err, "--ephemeral");
   free(s->root_path);
   s->root_path = xstrdup(merged);
   return 0;
@@ -209,7 +236,7 @@ int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_p
 bool run_spec_needs_sealed_copy(const struct run_options *o) {
   struct cm_error *ignored = NULL;
   struct spec *s;
-  if (o->rootfs) {
+  if (o->rootfs || o->image || o->host) {
     cleanup_free char *json = spec_default_json(false);
     s = spec_load_string(json, strlen(json), "default config", &ignored);
   } else {
@@ -221,4 +248,93 @@ bool run_spec_needs_sealed_copy(const struct run_options *o) {
   bool needed = s && s->process && selfclone_required(s, s->process);
   spec_free(s);
   return needed;
+}
+
+static bool under_mount(const struct spec *s, const char *path) {
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    const char *d = s->mounts[i].destination;
+    size_t n = strlen(d);
+    if (strncmp(path, d, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && d[0] == '/')))
+      return true;
+  }
+  return false;
+}
+
+int run_spec_check_process(const struct spec *s, const struct run_options *o, const char *bundle,
+                           struct cm_error **err) {
+  cleanup_free char *joined = NULL;
+  const char *root = s->root_path;
+  if (root[0] != '/') {
+    if (asprintf(&joined, "%s/%s", bundle, root) < 0)
+      abort();
+    root = joined;
+  }
+  cleanup_close int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0)
+    return cm_error_set(err, errno, "the container's root %s", root);
+  /* The runtime would create a missing cwd inside the rootfs, as runc does: that is a write into
+   * the bundle on the host, which codemode-run never makes for a flag. */
+  if (o->cwd && !o->ephemeral && !o->image && !o->host && !under_mount(s, o->cwd)) {
+    cleanup_close int fd = safepath_open(root_fd, o->cwd, O_PATH | O_DIRECTORY, NULL);
+    if (fd < 0)
+      return cm_error_set(err, 0,
+                          "--cwd %s: no such directory in the container (codemode-run does not create it in the "
+                          "bundle's rootfs): use a directory that exists, mount one there (--mount, --state), "
+                          "or add --ephemeral",
+                          o->cwd);
+  }
+  const char *cmd = s->process->args.items[0];
+  if (cmd[0] == '/') {
+    cleanup_close int fd = safepath_open(root_fd, cmd, O_PATH, NULL);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+      return cm_error_set(err, 0,
+                          "the command %s is a directory in the container, not a program: name the program "
+                          "(e.g. -- node %s/index.js)",
+                          cmd, cmd);
+  }
+  return 0;
+}
+
+/* --mount SRC:DST:cow: the profile judged a read-only bind of SRC; the container gets instead an
+ * overlay of SRC with a throwaway upper layer in the scratch tmpfs, so it may write there (a
+ * package manager's cache that must be writable to be read: npm's) and SRC never changes. */
+int run_spec_cow_mounts(struct spec *s, const struct run_options *o, struct cleanup_plan *plan,
+                        struct cm_error **err) {
+  for (size_t i = 0; i < o->mounts.count; i++) {
+    const char *arg = o->mounts.items[i];
+    size_t n = strlen(arg);
+    if (n < 4 || strcmp(arg + n - 4, ":cow") != 0)
+      continue;
+    cleanup_free char *copy = run_spec_expand_home("--mount", arg, err);
+    if (copy == NULL)
+      return -1;
+    char *dst = strchr(copy, ':');
+    *dst++ = '\0';
+    *strrchr(dst, ':') = '\0';
+    char real[PATH_MAX];
+    bool dotdot = false;
+    cleanup_free char *clean = path_clean_absolute(dst, &dotdot);
+    if (clean == NULL || realpath(copy, real) == NULL)
+      return cm_error_set(err, errno, "--mount %s", arg);
+    struct spec_mount *m = NULL;
+    for (size_t k = 0; k < s->n_mounts; k++)
+      if (strcmp(s->mounts[k].destination, clean) == 0 && s->mounts[k].source && strcmp(s->mounts[k].source, real) == 0)
+        m = &s->mounts[k];
+    if (m == NULL)
+      continue; /* the profile removed it */
+    char name[32], merged[PATH_MAX];
+    snprintf(name, sizeof(name), "cow-%zu", i);
+    if (scratch_overlay(plan, name, real, merged, sizeof(merged), err) < 0)
+      return cm_error_prefix(err, "--mount %s", arg);
+    free(m->source);
+    m->source = xstrdup(merged);
+    for (size_t k = 0; k < m->options.count; k++)
+      if (strcmp(m->options.items[k], "ro") == 0) {
+        free(m->options.items[k]);
+        m->options.items[k] = xstrdup("rw");
+      }
+    spec_mount_decode_options(m);
+  }
+  return 0;
 }

@@ -32,6 +32,15 @@ static int fail(struct cm_error *err) {
 
 int supervisor_run_standalone(struct run_options *o) {
   struct cm_error *err = NULL;
+  /* fd 3 is the container's init (run_init.c): held by a placeholder until then, so no fd of
+   * ours (the watcher's pipe, the image lock) takes that number. */
+  if (!o->no_init && fcntl(3, F_GETFD) < 0) {
+    int ph = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (ph >= 0 && ph != 3) {
+      dup3(ph, 3, O_CLOEXEC);
+      close(ph);
+    }
+  }
   /* The sealed re-exec, if any, before anything is made: it would repeat or leak it. */
   if (!o->explain && run_spec_needs_sealed_copy(o) && selfclone_ensure(&err) < 0)
     return fail(err);
@@ -55,6 +64,7 @@ int supervisor_run_standalone(struct run_options *o) {
   int rc = EXIT_RUN_ERROR;
   struct spec *s = NULL;
   struct policy_result pol = {0};
+  struct run_image image = {.lock_fd = -1};
   char bundle[PATH_MAX];
 
   if (container_id_validate(o->id, &err) < 0)
@@ -75,9 +85,18 @@ int supervisor_run_standalone(struct run_options *o) {
       return fail(err);
     }
   }
-  if (o->rootfs && run_spec_generate_bundle(o, &plan, &err) < 0)
+  if (o->rootfs && run_spec_generate_bundle("--rootfs", o->rootfs, &plan, &err) < 0)
     goto out_err;
-  const char *b = o->rootfs ? plan.tmp_bundle : o->bundle;
+  /* --image: the bundle's rootfs is the image's; the process is set from its config below. */
+  if (o->image && run_spec_generate_bundle("--image", "/", &plan, &err) < 0)
+    goto out_err;
+  if (o->host) {
+    char root[PATH_MAX];
+    if (run_host_make_root(&plan, root, sizeof(root), &err) < 0 ||
+        run_spec_generate_bundle("--host", root, &plan, &err) < 0)
+      goto out_err;
+  }
+  const char *b = o->rootfs || o->image || o->host ? plan.tmp_bundle : o->bundle;
   if (realpath(b, bundle) == NULL) {
     cm_error_set(&err, errno, "bundle %s", b);
     goto out_err;
@@ -85,7 +104,12 @@ int supervisor_run_standalone(struct run_options *o) {
   char cfg[PATH_MAX + 16];
   snprintf(cfg, sizeof(cfg), "%s/config.json", bundle);
   s = spec_load_file(cfg, "config.json", &err);
-  if (s == NULL || run_spec_apply_options(s, o, &err) < 0)
+  if (s == NULL || (o->image && run_image_prepare(s, o, &image, &err) < 0))
+    goto out_err;
+  if (o->host)
+    run_host_process(s);
+  size_t config_mounts = s->n_mounts; /* the command line's binds follow */
+  if (run_spec_apply_options(s, o, &err) < 0)
     goto out_err;
   enum policy_profile profile;
   if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
@@ -94,8 +118,15 @@ int supervisor_run_standalone(struct run_options *o) {
   /* Writes land in the throwaway upper layer: the rootfs on disk stays as it was. */
   if (o->ephemeral)
     policy_root_made_writable(s, &pol, "--ephemeral");
-  for (size_t i = 0; i < pol.report.count; i++)
-    cm_debug("profile %s: %s", policy_profile_name(profile), pol.report.lines[i]);
+  for (size_t i = 0; i < pol.report.count; i++) {
+    const char *line = pol.report.lines[i];
+    cm_debug("profile %s: %s", policy_profile_name(profile), line);
+    /* A limit the profile put on the server is never a surprise: one line each on stderr (the
+     * flag that raises it is in --help), the rest only with --explain or --debug. */
+    if (!o->explain && !o->debug &&
+        (strncmp(line, "linux.resources.", 16) == 0 || strncmp(line, "process.rlimits", 15) == 0))
+      fprintf(stderr, "codemode-run: profile %s: %s\n", policy_profile_name(profile), line);
+  }
   if (o->explain) {
     /* The one case where we write to stdout: the user asked for this report. */
     printf("profile: %s\n", policy_profile_name(profile));
@@ -103,6 +134,9 @@ int supervisor_run_standalone(struct run_options *o) {
       printf("%s\n", pol.report.lines[i]);
     if (o->ephemeral)
       printf("root: an overlay with a throwaway tmpfs upper layer (--ephemeral): writable, never saved\n");
+    else if (o->image)
+      printf("root: the image's rootfs in the store under a throwaway overlay upper layer (%s)\n",
+             s->root_readonly ? "read-only" : "writable, never saved");
     struct policy_report landlock = {0};
     policy_landlock_describe(s, &pol, runtime_landlock_abi(), &landlock);
     for (size_t i = 0; i < landlock.count; i++)
@@ -111,10 +145,23 @@ int supervisor_run_standalone(struct run_options *o) {
     rc = 0;
     goto out;
   }
-  if (o->ephemeral) {
+  if ((o->host && run_host_root(s, config_mounts, &plan, &err) < 0) || run_spec_cow_mounts(s, o, &plan, &err) < 0)
+    goto out_err;
+  /* Those mounts are ours, made after the profile: the Landlock layer learns them (the rights
+   * of every mount as it now is; the profile's are unchanged by this). */
+  if (o->host || o->mounts.count)
+    for (size_t i = 0; i < s->n_mounts; i++)
+      policy_landlock_add_mount(&pol, &s->mounts[i]);
+  if (run_spec_check_process(s, o, bundle, &err) < 0)
+    goto out_err;
+  /* An image's rootfs in the store is shared by every run: never written, so always under a
+   * throwaway upper layer (even a container that could remount its root writable writes only
+   * there). The root stays as read-only as the profile made it unless --ephemeral. */
+  if (o->ephemeral || o->image) {
     if (run_spec_ephemeral_root(s, bundle, &plan, &err) < 0)
       goto out_err;
-    cm_debug("--ephemeral: root writable through an overlay at %s", s->root_path);
+    if (o->ephemeral)
+      cm_debug("--ephemeral: root writable through an overlay at %s", s->root_path);
   }
 
   struct supervise_loop l = {.ctx = &ctx,
@@ -128,13 +175,27 @@ int supervisor_run_standalone(struct run_options *o) {
                              .in_from = -1,
                              .in_to = -1,
                              .out_from = -1,
-                             .out_to = -1};
-  int saved[2] = {-1, -1};
-  if (o->idle_timeout > 0 && supervise_interpose_stdio(&l, saved) < 0) {
-    cm_error_set(&err, errno, "--idle-timeout: set up pipes");
+                             .out_to = -1,
+                             .err_from = -1,
+                             .err_to = -1};
+  int saved[3] = {-1, -1, -1};
+  /* With a read-only root, the server's output goes through us and is read for EROFS reports
+   * (erofs_hints.c); --idle-timeout watches stdin and stdout. Otherwise stdio is the caller's,
+   * untouched. */
+  struct erofs_hints hints = {.to = STDERR_FILENO, .profile = policy_profile_name(profile)};
+  bool watch_erofs = s->root_readonly;
+  if (watch_erofs)
+    l.hints = &hints;
+  if ((o->idle_timeout > 0 || watch_erofs) &&
+      supervise_interpose_stdio(&l, o->idle_timeout > 0, watch_erofs, saved) < 0) {
+    cm_error_set(&err, errno, "stdio: set up pipes");
     goto out_err;
   }
+  int preserve_fds = 0;
+  if (!o->no_init && run_init_prepare(s, &preserve_fds, &err) < 0)
+    goto out_err;
   struct create_options co = {.id = o->id,
+                              .preserve_fds = preserve_fds,
                               .bundle = bundle,
                               .config_path = cfg,
                               .foreground = true,
@@ -145,9 +206,8 @@ int supervisor_run_standalone(struct run_options *o) {
                               .landlock = pol.landlock.present ? &pol.landlock : NULL};
   struct created_container cc = {.pid = -1, .console_master = -1, .start_sock = -1};
   int created = runtime_create(&ctx, &co, &cc, &err);
-  if (o->idle_timeout > 0) {
-    supervise_restore_stdio(saved);
-  } else if (created == 0) {
+  supervise_restore_stdio(saved);
+  if (o->idle_timeout == 0 && created == 0) {
     /* The container has its own copies of our stdin and stdout: drop ours, so the caller sees
      * EOF exactly when the container's processes are gone. */
     int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -198,6 +258,7 @@ out_err:
 out:
   if (s)
     spec_free(s);
+  run_image_release(&image);
   policy_result_free(&pol);
   if (plan.ephemeral_dir[0]) {
     umount2(plan.ephemeral_dir, MNT_DETACH);

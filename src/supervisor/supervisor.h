@@ -25,7 +25,7 @@ struct run_options {
   const char *bundle;
   double timeout, idle_timeout, grace;
   bool ephemeral;
-  struct spec_strv mounts, env;
+  struct spec_strv mounts, env, states; /* --mount, --env, --state */
   struct spec_strv deny; /* --deny: absolute paths in the container (Landlock) */
   const char *cwd;
   int64_t memory;
@@ -35,8 +35,15 @@ struct run_options {
   const char *id;
   const char *root;
   bool debug;
-  char **cmd; /* after "--"; NULL: the config's */
+  char **cmd; /* after "--"; NULL: the config's (or the image's Cmd) */
   int n_cmd;
+  /* --image REF: the store's read-only rootfs and the image config's process. */
+  const char *image;
+  const char *entrypoint; /* --entrypoint: replaces the image's Entrypoint (and its Cmd) */
+  const char *store;      /* --store DIR: the image store (default /var/lib/codemode…) */
+  const char *pull;       /* --pull missing|always|never */
+  bool no_init;           /* --no-init: the server itself is pid 1 */
+  bool host;              /* --host: the host's system directories, read-only (run_host.c) */
 };
 
 /* Everything after the flags: load and tighten the config, create, start, wait, delete.
@@ -51,7 +58,7 @@ int supervisor_run_standalone(struct run_options *o);
 #define PLAN_PATH_MAX 200
 struct cleanup_plan {
   char tmp_bundle[PLAN_PATH_MAX];    /* generated bundle dir (--rootfs), or "" */
-  char ephemeral_dir[PLAN_PATH_MAX]; /* mount point dir of --ephemeral, or "" */
+  char ephemeral_dir[PLAN_PATH_MAX]; /* mount point dir of the scratch tmpfs (scratch.c), or "" */
   int watcher_fd;                    /* our end of the watcher's pipe, or -1 */
 };
 /* 'B' tmp_bundle, 'E' ephemeral_dir, 'D' done: we cleaned up ourselves. */
@@ -61,13 +68,66 @@ void plan_remove_leftovers(const struct cleanup_plan *plan);
 /* Fork the watcher before anything exists; returns our end of its pipe, or -1 (errno). */
 int watcher_start(const struct runtime_context *ctx, const char *id);
 
+/* scratch.c: one tmpfs in a private mount namespace of ours for what a run throws away; made
+ * on first use (plan->ephemeral_dir). scratch_overlay: an overlay of lower with an upper layer
+ * there, mounted at merged (size bytes of buffer), under scratch/<name>. */
+const char *scratch_dir(struct cleanup_plan *plan, struct cm_error **err);
+int scratch_overlay(struct cleanup_plan *plan, const char *name, const char *lower, char *merged, size_t size,
+                    struct cm_error **err);
+
 /* run_spec.c: the command line applied to the config, before the profile tightens it. */
-int run_spec_generate_bundle(const struct run_options *o, struct cleanup_plan *plan, struct cm_error **err);
+/* A bundle in /tmp with the default config whose rootfs is dir (flag names it in errors). */
+int run_spec_generate_bundle(const char *flag, const char *dir, struct cleanup_plan *plan, struct cm_error **err);
 int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err);
+/* "~" and "~/x" expanded with $HOME; flag names the option in errors. */
+char *run_spec_expand_home(const char *flag, const char *path, struct cm_error **err);
+/* Checks before the container is made, on its config after the profile: --cwd exists (it is
+ * never created in the bundle's rootfs), the command is not a directory. */
+int run_spec_check_process(const struct spec *s, const struct run_options *o, const char *bundle,
+                           struct cm_error **err);
+/* After the profile: each --mount SRC:DST:cow becomes an overlay of SRC with a throwaway upper. */
+int run_spec_cow_mounts(struct spec *s, const struct run_options *o, struct cleanup_plan *plan,
+                        struct cm_error **err);
 /* --ephemeral: the root becomes an overlay with a throwaway tmpfs upper layer. */
 int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err);
 /* Does the container need the runtime's sealed re-exec (linux/selfclone.h)? */
 bool run_spec_needs_sealed_copy(const struct run_options *o);
+
+/* run_image.c: --image. The process of s becomes the image's (cmd/entrypoint of o override),
+ * s->root_path its rootfs in the store, locked (shared) until run_image_release. */
+struct run_image {
+  char *rootfs;
+  int lock_fd;
+};
+int run_image_prepare(struct spec *s, const struct run_options *o, struct run_image *img, struct cm_error **err);
+void run_image_release(struct run_image *img);
+
+/* run_host.c: --host. run_host_make_root: the empty root (in the scratch tmpfs), made before the
+ * bundle that points at it. run_host_root: that root gets the host's system directories and
+ * an allow-list of /etc bound read-only, HOME and /tmp empty tmpfs (added after the profile:
+ * they are ours, not the caller's). run_host_process: the process env and cwd for it. */
+int run_host_make_root(struct cleanup_plan *plan, char *root, size_t size, struct cm_error **err);
+int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *plan, struct cm_error **err);
+void run_host_process(struct spec *s);
+
+/* run_init.c: the container's pid 1 is codemode-init (fd 3, a sealed memfd), the server its
+ * child; *preserve_fds becomes 1. */
+int run_init_prepare(struct spec *s, int *preserve_fds, struct cm_error **err);
+
+/* erofs_hints.c: the server's output, passed through and read for EROFS reports. */
+struct erofs_scan {
+  char line[4096];
+  size_t len;
+};
+struct erofs_hints {
+  int to;              /* where hints go: the caller's stderr */
+  const char *profile; /* named in the hint */
+  char last_dir[1024];
+  struct erofs_scan out, err;
+};
+/* Copy what is readable from `from` to `to`, hinting at EROFS; false on EOF. */
+bool erofs_hints_pump(struct erofs_hints *h, struct erofs_scan *sc, int from, int to);
+void erofs_hints_feed(struct erofs_hints *h, struct erofs_scan *sc, const char *buf, size_t n);
 
 /* wait.c: the wait loop. */
 struct supervise_loop {
@@ -78,6 +138,10 @@ struct supervise_loop {
   double grace, idle;
   /* --idle-timeout only: we sit between the caller's stdio and the container's pipes. */
   int in_from, in_to, out_from, out_to;
+  /* The server's stderr: a pipe we read (erofs_hints), -1 when passed as it is. */
+  int err_from, err_to;
+  /* NULL: no EROFS hints (the root is writable); else stdout and stderr are read for them. */
+  struct erofs_hints *hints;
   bool timed_out;
   bool term_sent;
 };
@@ -85,8 +149,11 @@ int supervise_timer_arm(int fd, double seconds);
 /* Until init exits (and its output is drained): signals forwarded, timeouts enforced. Returns
  * init's exit code (128+N for signal N), EXIT_RUN_ERROR if it could not be waited for. */
 int supervise_wait(struct supervise_loop *l);
-/* --idle-timeout: the container gets pipes on 0 and 1; the originals are kept above 2. */
-int supervise_interpose_stdio(struct supervise_loop *l, int saved[2]);
-void supervise_restore_stdio(int saved[2]);
+/* The container gets pipes on 0 and 1 (--idle-timeout; with in = false only 1: the EROFS hints)
+ * and on 2 (err); the originals are kept above 2. */
+int supervise_interpose_stdio(struct supervise_loop *l, bool in, bool err, int saved[3]);
+/* Ours again (the container has its own copies of the pipes), so they report EOF when the
+ * container's processes are gone. */
+void supervise_restore_stdio(int saved[3]);
 
 #endif

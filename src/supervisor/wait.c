@@ -49,18 +49,19 @@ static int exit_code_of(int status) {
 int supervise_wait(struct supervise_loop *l) {
   int status = 0;
   bool exited = false;
-  while (!exited || l->out_from >= 0) {
-    struct pollfd fds[6] = {
+  while (!exited || l->out_from >= 0 || l->err_from >= 0) {
+    struct pollfd fds[7] = {
         {.fd = l->sigfd, .events = POLLIN},
         {.fd = l->timeout_fd, .events = POLLIN},
         {.fd = l->grace_fd, .events = POLLIN},
         {.fd = l->idle_fd, .events = POLLIN},
         {.fd = exited ? -1 : l->in_from, .events = POLLIN},
         {.fd = l->out_from, .events = POLLIN},
+        {.fd = l->err_from, .events = POLLIN},
     };
     /* After init exited, only drain what its output pipe still holds (the pid namespace is gone,
      * so nobody else can keep it open for long). */
-    int r = poll(fds, 6, exited ? 200 : -1);
+    int r = poll(fds, 7, exited ? 200 : -1);
     if (r < 0 && errno != EINTR)
       break;
     if (r == 0 && exited)
@@ -111,9 +112,17 @@ int supervise_wait(struct supervise_loop *l) {
     }
     if (fds[5].revents & (POLLIN | POLLHUP | POLLERR)) {
       activity = true;
-      if (!foreground_pump(l->out_from, l->out_to)) {
+      bool open = l->hints ? erofs_hints_pump(l->hints, &l->hints->out, l->out_from, l->out_to)
+                           : foreground_pump(l->out_from, l->out_to);
+      if (!open) {
         close(l->out_from);
         l->out_from = -1;
+      }
+    }
+    if (fds[6].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (!erofs_hints_pump(l->hints, &l->hints->err, l->err_from, l->err_to)) {
+        close(l->err_from);
+        l->err_from = -1;
       }
     }
     if (activity && l->idle_fd >= 0 && !exited)
@@ -122,26 +131,37 @@ int supervise_wait(struct supervise_loop *l) {
   return exited ? exit_code_of(status) : EXIT_RUN_ERROR;
 }
 
-int supervise_interpose_stdio(struct supervise_loop *l, int saved[2]) {
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
-    return -1;
-  saved[0] = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-  saved[1] = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-  /* dup2 clears O_CLOEXEC: the container inherits exactly these two ends as its 0 and 1. */
-  if (saved[0] < 0 || saved[1] < 0 || dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
-    return -1;
-  close(in[0]);
-  close(out[1]);
-  l->in_from = saved[0];
-  l->in_to = in[1];
-  l->out_from = out[0];
-  l->out_to = saved[1];
+int supervise_interpose_stdio(struct supervise_loop *l, bool in, bool err, int saved[3]) {
+  for (int fd = 0; fd < 3; fd++) {
+    if ((fd == 0 && !in) || (fd == 2 && !err))
+      continue;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+      return -1;
+    saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    /* dup2 clears O_CLOEXEC: the container inherits exactly this end as its fd. */
+    if (saved[fd] < 0 || dup2(p[fd == 0 ? 0 : 1], fd) < 0) {
+      close(p[0]);
+      close(p[1]);
+      return -1;
+    }
+    close(p[fd == 0 ? 0 : 1]);
+    if (fd == 0) {
+      l->in_from = saved[0];
+      l->in_to = p[1];
+    } else if (fd == 1) {
+      l->out_from = p[0];
+      l->out_to = saved[1];
+    } else {
+      l->err_from = p[0];
+      l->err_to = saved[2];
+    }
+  }
   return 0;
 }
 
-void supervise_restore_stdio(int saved[2]) {
-  /* Our copies of the container's ends must go, or the pipes never report EOF. */
-  dup2(saved[0], STDIN_FILENO);
-  dup2(saved[1], STDOUT_FILENO);
+void supervise_restore_stdio(int saved[3]) {
+  for (int fd = 0; fd < 3; fd++)
+    if (saved[fd] >= 0)
+      dup2(saved[fd], fd);
 }

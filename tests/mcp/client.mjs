@@ -5,6 +5,8 @@
 // fail, then close stdin (clean shutdown) and print the server's exit.
 // HANG: initialize, print "READY <pid of codemode-run>", then wait forever (the orphan test
 // SIGKILLs us).
+// MEMORY-WRITE NAME: (@modelcontextprotocol/server-memory) create the entity NAME; fails if
+// the server cannot store it. MEMORY-READ NAME: the graph must hold NAME (a second session).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
@@ -27,6 +29,18 @@ ok(client.getServerVersion()?.name !== undefined, `initialize (server ${client.g
 if (mode === "HANG") {
   console.log(`READY ${transport.pid}`);
   setInterval(() => {}, 1 << 30);
+} else if (mode.startsWith("MEMORY-")) {
+  const name = process.env.MEMORY_ENTITY || "codemode-test-entity";
+  if (mode === "MEMORY-WRITE") {
+    const r = await client.callTool({ name: "create_entities", arguments: { entities: [
+      { name, entityType: "test", observations: ["written through codemode-run"] }] } }).catch((e) => ({ isError: true, content: [{ text: String(e) }] }));
+    ok(!r.isError, `create_entities stored ${name} (${text(r).slice(0, 120).replace(/\n/g, " ")})`);
+  } else {
+    const r = await client.callTool({ name: "read_graph", arguments: {} });
+    ok(!r.isError && text(r).includes(name), `read_graph in a new session holds ${name}`);
+  }
+  await client.close();
+  process.exit(0);
 } else {
   const tools = (await client.listTools()).tools.map((t) => t.name);
   ok(tools.includes("read_text_file") || tools.includes("read_file"), `tools/list (${tools.length} tools)`);

@@ -14,6 +14,15 @@
 #     no_new_privs, the same seccomp filters
 #   7 the Docker client is SIGKILLed: the container goes (stdin EOF → server exits → --rm)
 # Cases 5-7 are skipped (TAP "# skip") when dockerd/containerd are not installed.
+#   8 the filesystem server from an OCI image the test builds (codemode-run --image oci:…)
+#   9 @modelcontextprotocol/server-memory from that image without --state: its first write fails
+#     (read-only root) and codemode-run says which path and which flag fixes it
+#  10 the same with --state DIR + MEMORY_FILE_PATH: what one session stores, the next one reads
+#  11 --host: the filesystem server as an mcpServers entry has it, `npx -y …`, offline from a warm
+#     npm cache (tests/mcp/deps.sh fills it) given as --mount CACHE:/root/.npm:cow
+#  12 --host: server-memory through npx with --state
+#  13 Ctrl-C (SIGINT to codemode-run) stops a node server at once: its init forwards it (130,
+#     never the 137 of the SIGKILL after a 60 s grace period)
 # npm packages are cached in tests/mcp/.work (node_modules + npm cache), installed on first use.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,7 +64,7 @@ trap cleanup EXIT
 # shellcheck source=tests/lib/tap.sh
 . "$repo/tests/lib/tap.sh"
 
-echo "1..7"
+echo "1..13"
 mkdir -p "$data"
 echo "hello from the host" >"$data/hello.txt"
 "$here/make-node-bundle.sh" "$work/bundle" "$cache/node_modules" >&2 || { echo "Bail out! bundle build failed"; exit 1; }
@@ -236,5 +245,83 @@ else
       fail "Docker: client SIGKILLed: the server never came up"
     fi
   fi
+fi
+
+# 8-13: images, state and --host (issue 17).
+: "${CODEMODE_IMAGE:=$(dirname "$CODEMODE")/codemode-image}"
+store=$work/store
+fs_js=/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
+mem_js=/app/node_modules/@modelcontextprotocol/server-memory/dist/index.js
+# The image: the node bundle's rootfs as one layer, the filesystem server as its command.
+printf '{"gzip":false,"images":[{"tag":"mcp","platforms":[{"arch":"amd64","layers":[[{"from_dir":"%s"}]],"config":{"Cmd":["/usr/bin/node","%s","/data"],"Env":["PATH=/usr/bin:/bin","CODEMODE_TEST_CONTAINER=%s"]}}]}]}' \
+  "$work/bundle/rootfs" "$fs_js" "$CM_TEST_TOKEN" >"$work/image.json"
+python3 "$repo/tests/image/mkimage.py" "$work/image.json" "$work/layout" >/dev/null
+img_cmd=("$CODEMODE_RUN" --root "$state" --store "$store" --timeout 120 --mount "$data:/data:ro" --image "oci:$work/layout:mcp")
+out=$(cd "$work" && timeout 180 node client.mjs CHECKS "${img_cmd[@]}" 2>&1)
+rc=$?
+if [ $rc -eq 0 ]; then
+  pass "image: the filesystem server from an OCI image (codemode-run --image, profile mcp)"
+else
+  fail "image: filesystem server (rc=$rc)" "${out//$'\n'/ | }"
+fi
+out=$(cd "$work" && timeout 180 node client.mjs MEMORY-WRITE "${img_cmd[@]}" -- /usr/bin/node "$mem_js" 2>&1)
+if [ $? -ne 0 ] && grep -q "codemode-run: the server could not write /app/node_modules/@modelcontextprotocol/server-memory/dist/memory.json" <<<"$out" &&
+  grep -q -- "--state DIR:/app/node_modules/@modelcontextprotocol/server-memory/dist" <<<"$out"; then
+  pass "image: server-memory without --state: its write fails and codemode-run names the path and --state"
+else
+  fail "image: server-memory EROFS explained" "${out//$'\n'/ | }"
+fi
+mem_state=$work/memory-state
+mem_cmd=("${img_cmd[@]}" --state "$mem_state:/state" --env MEMORY_FILE_PATH=/state/memory.json -- /usr/bin/node "$mem_js")
+out=$(cd "$work" && timeout 180 node client.mjs MEMORY-WRITE "${mem_cmd[@]}" 2>&1) &&
+  out2=$(cd "$work" && timeout 180 node client.mjs MEMORY-READ "${mem_cmd[@]}" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && grep -q codemode-test-entity "$mem_state/memory.json"; then
+  pass "image: server-memory with --state: a second session reads what the first stored ($mem_state/memory.json)"
+else
+  fail "image: server-memory with --state (rc=$rc)" "${out//$'\n'/ | }" "${out2:-}"
+fi
+npx_cache=$cache/npx-home/.npm
+if [ ! -d "$npx_cache/_npx" ]; then
+  fail "--host npx: no warm npm cache at $npx_cache (tests/mcp/deps.sh makes it)"
+  fail "--host npx: server-memory (no warm cache)"
+else
+  host_cmd=("$CODEMODE_RUN" --root "$state" --timeout 120 --host --mount "$npx_cache:/root/.npm:cow"
+    --env npm_config_offline=true --env npm_config_update_notifier=false
+    --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN")
+  before=$(find "$npx_cache" | wc -l)
+  out=$(cd "$work" && timeout 180 node client.mjs CHECKS "${host_cmd[@]}" --mount "$data:/data:ro" -- \
+    npx -y @modelcontextprotocol/server-filesystem /data 2>&1)
+  rc=$?
+  if [ $rc -eq 0 ] && [ "$(find "$npx_cache" | wc -l)" = "$before" ]; then
+    pass "--host: npx -y @modelcontextprotocol/server-filesystem from a warm cache (:cow, the cache unchanged)"
+  else
+    fail "--host npx filesystem server (rc=$rc)" "${out//$'\n'/ | }"
+  fi
+  host_state=$work/host-memory
+  out=$(cd "$work" && MEMORY_ENTITY=via-npx timeout 180 node client.mjs MEMORY-WRITE "${host_cmd[@]}" \
+    --state "$host_state:/state" --env MEMORY_FILE_PATH=/state/memory.json -- npx -y @modelcontextprotocol/server-memory 2>&1)
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q via-npx "$host_state/memory.json"; then
+    pass "--host: npx -y @modelcontextprotocol/server-memory with --state"
+  else
+    fail "--host npx server-memory (rc=$rc)" "${out//$'\n'/ | }"
+  fi
+fi
+# 13: Ctrl-C. The server is node (no SIGINT handler of its own beyond the default), pid 2 under
+# codemode-run's init.
+"${img_cmd[@]}" --grace 60 --id "$id-13" <"$work/stdin.fifo" >/dev/null 2>"$work/ctrlc.err" 7>&- &
+runpid=$!
+exec 7<>"$work/stdin.fifo"
+for _ in $(seq 100); do [ -e "$state/$id-13/state.json" ] && break; sleep 0.2; done
+sleep 1
+kill -INT "$runpid"
+rc=0
+wait "$runpid" || rc=$?
+exec 7>&-
+if [ "$rc" -eq 130 ] && left=$(nothing_left "$id-13"); then
+  pass "Ctrl-C stops the node server at once: exit 130, no SIGKILL after the grace period"
+else
+  fail "Ctrl-C (rc=$rc, expected 130)" "$(tr '\n' '|' <"$work/ctrlc.err")" "${left:-}"
 fi
 [ $failed -eq 0 ]

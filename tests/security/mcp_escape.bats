@@ -223,8 +223,19 @@ contained() {
   status=0
   wait $pid || status=$?
   [ "$status" -eq 42 ]
-  # Without a handler, pid 1 ignores SIGTERM: SIGKILL follows the grace period (128+9).
-  "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --grace 1 "$BUNDLE" -- sleep 30 </dev/null >/dev/null 2>&1 3>&- &
+  # A server without a handler is not pid 1 (codemode-run's init is): SIGTERM ends it at once,
+  # 128+15, long before the grace period.
+  "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --grace 20 "$BUNDLE" -- sleep 30 </dev/null >/dev/null 2>&1 3>&- &
+  pid=$!
+  bg_track $pid
+  wait_file "$ROOT/$CID/state.json" 20
+  sleep 0.5
+  kill -TERM $pid
+  status=0
+  wait $pid || status=$?
+  [ "$status" -eq 143 ] # not 137: the SIGKILL after the grace period never came
+  # With --no-init the server is pid 1 and ignores SIGTERM: SIGKILL follows the grace period (128+9).
+  "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --no-init --grace 1 "$BUNDLE" -- sleep 30 </dev/null >/dev/null 2>&1 3>&- &
   pid=$!
   bg_track $pid
   wait_file "$ROOT/$CID/state.json" 20

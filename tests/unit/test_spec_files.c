@@ -230,7 +230,7 @@ static void test_process_file_errors(void **state) {
        "\",\"capabilities\":{\"ambient\":[\"CAP_NOPE\"]}}",
        "process.json: .capabilities.ambient[0]: unknown capability \"CAP_NOPE\""},
       {"[1]", "process.json: .: must be an object"},
-      {"{", "process.json: invalid JSON: parse error: premature EOF"},
+      {"{", "process.json: invalid JSON at line 1, column 2: parse error: premature EOF"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char *path = write_file(t, "process.json", cases[i].json);

@@ -38,8 +38,8 @@ struct invalid_case {
 
 static const struct invalid_case cases[] = {
     /* document and top level */
-    {"{", "config.json: invalid JSON: ", true, true},
-    {"{}x", "config.json: invalid JSON: ", true, true},
+    {"{", "config.json: invalid JSON at line 1, column 2: ", true, true},
+    {"{}x", "config.json: invalid JSON at line 1, column 3: ", true, true},
     {"{\"ociVersion\":\"1.0\\u0000\"}", "config.json: invalid JSON: NUL character in input", true, false},
     RAW("[]", ".: must be an object"),
     RAW("{}", ".ociVersion: missing"),

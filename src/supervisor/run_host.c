@@ -1,0 +1,134 @@
+/* codemode-run --host -- CMD: wrap a command from the host (an `npx -y @scope/server` or `uvx`
+ * line of an mcpServers config) without an image. The container's root is an empty tmpfs in
+ * codemode-run's own mount namespace holding, read-only and nosuid/nodev, the host's system
+ * directories (/usr and the /bin, /sbin, /lib* beside it, as the host has them: symlinks into
+ * /usr where it is merged) and an allow-list of /etc: what programs need to run and reach the
+ * network (passwd, group, hosts, resolv.conf, nsswitch.conf, the CA store, ld.so's cache,
+ * alternatives, localtime…), never shadow files, ssh host keys, sudoers or anything not listed.
+ * HOME (/root) and /tmp are empty tmpfs; none of the caller's files is there unless --mount
+ * gives it. The binds are ours, not the caller's config's: they are added after the profile. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "spec/json_util.h"
+#include "supervisor/supervisor.h"
+#include "util/cleanup.h"
+
+static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+
+/* /etc entries a program may need; everything else of /etc stays out (an allow-list: a new file
+ * with secrets in it is never exposed by accident). */
+/* (Not npmrc, pip.conf, gitconfig: they can hold registry tokens and credential helpers.) */
+static const char *const etc_allowed[] = {
+    "passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "networks",
+    "protocols", "services", "ssl", "ca-certificates", "ca-certificates.conf", "pki", "crypto-policies",
+    "localtime", "timezone", "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "os-release",
+    "debian_version", "lsb-release", "mime.types", "magic", "magic.mime", "inputrc",
+    "xdg", "fonts", "locale.alias", "locale.conf", "default/locale", "java-17-openjdk",
+    "python3", "python3.11", "perl", "profile",
+};
+
+/* Inserted at *at (then advanced): before the --mount binds of the command line, which must land
+ * on top of ours (a cache bound at /root/.npm over the /root tmpfs, not under it). */
+static void add_mount(struct spec *s, size_t *at, const char *type, const char *src, const char *dst,
+                      const char *const *opts) {
+  size_t insert_at = (*at)++;
+  struct spec_mount *grown = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*grown));
+  if (grown == NULL)
+    abort();
+  s->mounts = grown;
+  memmove(&s->mounts[insert_at + 1], &s->mounts[insert_at], (s->n_mounts - insert_at) * sizeof(*grown));
+  s->n_mounts++;
+  struct spec_mount *m = &s->mounts[insert_at];
+  *m = (struct spec_mount){.destination = xstrdup(dst), .type = xstrdup(type), .source = xstrdup(src)};
+  for (; *opts; opts++)
+    spec_strv_push(&m->options, *opts);
+  spec_mount_decode_options(m);
+  /* Ours: the host's system directories are exactly what the profile's source checks refuse
+   * from a caller; these are read-only, nosuid, nodev, not recursive, and chosen here. */
+  m->trusted = true;
+}
+
+static const char *const ro_bind[] = {"bind", "ro", "nosuid", "nodev", NULL};
+
+int run_host_make_root(struct cleanup_plan *plan, char *root, size_t size, struct cm_error **err) {
+  /* A directory of the scratch tmpfs (scratch.c): gone with us, even on SIGKILL. */
+  const char *scratch = scratch_dir(plan, err);
+  if (scratch == NULL)
+    return cm_error_prefix(err, "--host");
+  snprintf(root, size, "%s/hostroot", scratch);
+  if (mkdir(root, 0755) < 0)
+    return cm_error_set(err, errno, "--host: mkdir %s", root);
+  return 0;
+}
+
+int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *plan, struct cm_error **err) {
+  size_t at = first_user_mount;
+  char root[PATH_MAX];
+  snprintf(root, sizeof(root), "%s/hostroot", plan->ephemeral_dir);
+  cleanup_close int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rfd < 0)
+    return cm_error_set(err, errno, "--host: %s", root);
+  for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++) {
+    const char *d = system_dirs[i];
+    struct stat st;
+    if (lstat(d, &st) < 0)
+      continue;
+    if (S_ISLNK(st.st_mode)) {
+      /* Merged /usr: the same symlink, which then resolves inside the container. */
+      char target[PATH_MAX];
+      ssize_t n = readlink(d, target, sizeof(target) - 1);
+      if (n <= 0)
+        continue;
+      target[n] = '\0';
+      if (symlinkat(target, rfd, d + 1) < 0)
+        return cm_error_set(err, errno, "--host: symlink %s", d);
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode))
+      continue;
+    add_mount(s, &at, "bind", d, d, ro_bind);
+  }
+  if (mkdirat(rfd, "etc", 0755) < 0 || mkdirat(rfd, "root", 0700) < 0)
+    return cm_error_set(err, errno, "--host: mkdir in %s", root);
+  for (size_t i = 0; i < sizeof(etc_allowed) / sizeof(etc_allowed[0]); i++) {
+    char host[PATH_MAX];
+    snprintf(host, sizeof(host), "/etc/%s", etc_allowed[i]);
+    struct stat st;
+    /* stat, not lstat: resolv.conf is often a symlink into /run; what it points at is bound. */
+    if (stat(host, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+      continue;
+    add_mount(s, &at, "bind", host, host, ro_bind);
+  }
+  static const char *const home_opts[] = {"nosuid", "nodev", "mode=0700", "size=256m", NULL};
+  add_mount(s, &at, "tmpfs", "tmpfs", "/root", home_opts);
+  static const char *const tmp_opts[] = {"nosuid", "nodev", "mode=1777", "size=256m", NULL};
+  bool has_tmp = false;
+  for (size_t i = 0; i < s->n_mounts; i++)
+    has_tmp |= strcmp(s->mounts[i].destination, "/tmp") == 0;
+  if (!has_tmp)
+    add_mount(s, &at, "tmpfs", "tmpfs", "/tmp", tmp_opts);
+  return 0;
+}
+
+void run_host_process(struct spec *s) {
+  /* The host's own programs: their usual PATH, and HOME the empty /root. */
+  struct spec_process *p = s->process;
+  spec_strv_free(&p->env);
+  spec_strv_push(&p->env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  spec_strv_push(&p->env, "HOME=/root");
+  const char *lang = getenv("LANG");
+  if (lang && *lang && strlen(lang) < 64) {
+    char kv[80];
+    snprintf(kv, sizeof(kv), "LANG=%s", lang);
+    spec_strv_push(&p->env, kv);
+  }
+  free(p->cwd);
+  p->cwd = xstrdup("/root");
+}
