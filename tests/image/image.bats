@@ -251,8 +251,11 @@ umoci_tree() { # umoci_tree REF DIR: skopeo copy + umoci unpack of the same imag
   run_cm_cmd "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "docker-archive:$TEST_DIR/save.tar"
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   [ "$stdout" = "from the archive" ]
-  # The store's rootfs is never written: the run's writes went to its throwaway upper layer.
-  run_cm_cmd "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "docker-archive:$TEST_DIR/save.tar" -- sh -c 'echo x >/hello && cat /hello'
+  # The store's rootfs is never written: the root is read-only as the config and profile say;
+  # with --ephemeral it is writable, and the run's writes go to its throwaway upper layer.
+  run_cm_cmd "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "docker-archive:$TEST_DIR/save.tar" -- sh -c 'echo x >/hello'
+  [ "$status" -ne 0 ]
+  run_cm_cmd "$CODEMODE_RUN" --ephemeral --root "$ROOT" --store "$STORE" --image "docker-archive:$TEST_DIR/save.tar" -- sh -c 'echo x >/hello && cat /hello'
   [ "$stdout" = x ]
   [ "$(cat "$(rootfs_of "docker-archive:$TEST_DIR/save.tar")/hello")" = "from the archive" ]
 }
