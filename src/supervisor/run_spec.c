@@ -338,3 +338,31 @@ int run_spec_cow_mounts(struct spec *s, const struct run_options *o, struct clea
   }
   return 0;
 }
+
+/* An error about mounts[N] names the index of config.json, which the user of codemode-run never
+ * wrote when the mount came from a flag: say which --mount or --state it was. */
+void run_spec_name_mount_flag(const struct spec *s, const struct run_options *o, struct cm_error *err) {
+  const char *at = err && err->msg ? strstr(err->msg, "mounts[") : NULL;
+  if (at == NULL || s == NULL)
+    return;
+  size_t n = strtoul(at + 7, NULL, 10);
+  if (n >= s->n_mounts)
+    return;
+  const char *dst = s->mounts[n].destination;
+  const struct spec_strv *lists[2] = {&o->mounts, &o->states};
+  const char *flags[2] = {"--mount", "--state"};
+  for (int k = 0; k < 2; k++) {
+    for (size_t i = 0; i < lists[k]->count; i++) {
+      const char *arg = lists[k]->items[i];
+      const char *colon = strchr(arg, ':');
+      const char *d = colon ? colon + 1 : (k == 1 ? "/state" : NULL);
+      if (d == NULL)
+        continue;
+      size_t dl = strcspn(d, ":");
+      if (strlen(dst) == dl && strncmp(d, dst, dl) == 0) {
+        cm_error_prefix(&err, "%s %s", flags[k], arg);
+        return;
+      }
+    }
+  }
+}

@@ -241,6 +241,7 @@ int supervisor_run_standalone(struct run_options *o) {
   goto out_delete_quiet;
 
 out_delete:
+  run_spec_name_mount_flag(s, o, err);
   rc = fail(err);
   err = NULL;
 out_delete_quiet : {
@@ -254,6 +255,7 @@ out_delete_quiet : {
   goto out;
 }
 out_err:
+  run_spec_name_mount_flag(s, o, err);
   rc = fail(err);
 out:
   if (s)

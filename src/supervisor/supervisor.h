@@ -85,6 +85,8 @@ char *run_spec_expand_home(const char *flag, const char *path, struct cm_error *
  * never created in the bundle's rootfs), the command is not a directory. */
 int run_spec_check_process(const struct spec *s, const struct run_options *o, const char *bundle,
                            struct cm_error **err);
+/* Prefix err with the --mount or --state flag that made the mounts[N] it names, if any. */
+void run_spec_name_mount_flag(const struct spec *s, const struct run_options *o, struct cm_error *err);
 /* After the profile: each --mount SRC:DST:cow becomes an overlay of SRC with a throwaway upper. */
 int run_spec_cow_mounts(struct spec *s, const struct run_options *o, struct cleanup_plan *plan,
                         struct cm_error **err);
