@@ -211,6 +211,7 @@ fuzz: $(FUZZ_BINS)
 BENCH_RUNS ?= 50
 bench: all
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/run.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/mcp.sh
 
 .PHONY: bench
 
