@@ -158,8 +158,10 @@ int policy_apply_egress(struct spec *s, const struct egress_flags *flags, struct
                         struct cm_error **err) {
   if (egress_policy_build(flags, s, out->profile != POLICY_PROFILE_DEFAULT, &out->egress, err) < 0)
     return -1;
-  if (!egress_policy_active(&out->egress))
+  if (!egress_policy_active(&out->egress)) {
+    egress_policy_explain(&out->egress, report_line, &out->report);
     return 0;
+  }
   const struct spec_namespace *net = &s->linux_.namespaces[SPEC_NS_NETWORK];
   /* The broker serves a namespace of the container's own; the host's has real interfaces that
    * would bypass it. (A joined one is checked for interfaces other than lo when it starts.) */

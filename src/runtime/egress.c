@@ -250,6 +250,8 @@ int egress_supervisor_stop(int state_dirfd, struct cm_error **err) {
     }
   }
   close(pidfd);
+  /* Ours to reap when we started it (codemode-run, `run`); anyone else's child is not. */
+  waitpid(pid, NULL, WNOHANG);
   unlinkat(state_dirfd, SUPERVISOR_FILE, 0);
   return 0;
 }

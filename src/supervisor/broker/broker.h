@@ -96,6 +96,7 @@ struct broker {
   size_t n_secrets;
   void *tls; /* intercept.c's state, NULL without secrets */
   struct conn *conns; /* every live connection (for deadlines and the final records) */
+  struct conn *graveyard; /* closed this round, freed at its end */
   size_t n_conns;
   bool stopping;
 };
@@ -114,6 +115,7 @@ void conn_accept(struct broker *b, struct listener *l);
 void conn_check_deadlines(struct broker *b, double now);
 double conn_next_deadline(struct broker *b);
 void conn_close_all(struct broker *b, const char *why);
+void conn_reap(struct broker *b);
 /* Resolved for a named connection (dns.c calls back). */
 struct conn;
 void conn_resolved(struct broker *b, struct conn *c, const struct addr *addrs, size_t n, int status);

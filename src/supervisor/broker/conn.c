@@ -57,6 +57,7 @@ struct conn {
   bool named;   /* the client named the host (CONNECT, SOCKS name, URL) */
   bool tunnel;  /* CONNECT or SOCKS: a success reply is owed once the upstream is connected */
   bool unlinked; /* taken off the list at shutdown, freed by its pending lookup */
+  bool closed;   /* its sockets are closed; freed after this round of events (conn_reap) */
   bool replied; /* the CONNECT / SOCKS success reply is queued: we are inside the tunnel */
   bool dead;    /* closed while a resolution was pending */
   bool sniffed;
@@ -161,7 +162,12 @@ static void record(struct broker *b, struct conn *c, bool allowed, const char *r
   audit_write(b, &r);
 }
 
+/* Close now, free later: the same round of epoll events may still hold the other socket's
+ * event for this connection, and its handler must find it marked closed, not freed. */
 static void conn_free(struct broker *b, struct conn *c) {
+  if (c->closed)
+    return;
+  c->closed = true;
   if (c->cw.fd >= 0) {
     broker_unwatch(b, &c->cw);
     close(c->cw.fd);
@@ -179,9 +185,18 @@ static void conn_free(struct broker *b, struct conn *c) {
       c->next->prev = c->prev;
   }
   b->n_conns--;
-  free(c->up);
-  free(c->down);
-  free(c);
+  c->next = b->graveyard;
+  b->graveyard = c;
+}
+
+void conn_reap(struct broker *b) {
+  while (b->graveyard) {
+    struct conn *c = b->graveyard;
+    b->graveyard = c->next;
+    free(c->up);
+    free(c->down);
+    free(c);
+  }
 }
 
 /* A reset, not a FIN: the client learns at once that there is nothing for it here. */
@@ -782,6 +797,8 @@ static void relay(struct broker *b, struct conn *c) {
 
 static void on_client(struct broker *b, struct watch *w, uint32_t ev) {
   struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, cw));
+  if (c->closed)
+    return;
   switch (c->st) {
   case CS_PROXY_HEAD: on_proxy_head(b, c); return;
   case CS_SOCKS_GREETING:
@@ -805,6 +822,8 @@ static void on_client(struct broker *b, struct watch *w, uint32_t ev) {
 
 static void on_upstream(struct broker *b, struct watch *w, uint32_t ev) {
   struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, uw));
+  if (c->closed)
+    return;
   if (c->st == CS_CONNECTING) {
     int e = 0;
     socklen_t el = sizeof(e);

@@ -179,6 +179,7 @@ static void loop(struct broker *b) {
     }
     dns_process_timeouts(b);
     conn_check_deadlines(b, now_mono());
+    conn_reap(b);
   }
 }
 
@@ -292,5 +293,6 @@ int main(int argc, char **argv) {
   loop(&b);
   conn_close_all(&b, "the container ended");
   dns_shutdown(&b);
+  conn_reap(&b);
   return 0;
 }
