@@ -449,7 +449,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (opts->egress) {
     struct spec *ms = loaded ? loaded : opts->spec;
     cleanup_free char *dir = state_dir_path(ctx->root, opts->id);
-    if (egress_broker_spawn(opts->egress, opts->id, &r.broker, err) < 0 ||
+    if (egress_broker_spawn(opts->egress, opts->id, !opts->foreground, &r.broker, err) < 0 ||
         egress_prepare_container(ms, r.dirfd, dir, r.st.rootfs, r.broker.ca_pem, err) < 0)
       goto fail;
   }

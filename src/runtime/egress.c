@@ -69,7 +69,7 @@ static int await_config(struct egress_broker *b, struct cm_error **err) {
   return 0;
 }
 
-int egress_broker_spawn(const struct egress_config *c, const char *id, struct egress_broker *b,
+int egress_broker_spawn(const struct egress_config *c, const char *id, bool detached, struct egress_broker *b,
                         struct cm_error **err) {
   *b = (struct egress_broker){.pid = -1, .ctl = -1};
   char path[PATH_MAX];
@@ -100,7 +100,7 @@ int egress_broker_spawn(const struct egress_config *c, const char *id, struct eg
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     /* Never the container's stdio: a broker holding the container's stdout open would keep its
      * reader (the shim, an MCP client) from ever seeing EOF. */
-    if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(sv[1], 3) < 0)
+    if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || (detached && dup2(null, 2) < 0) || dup2(sv[1], 3) < 0)
       _exit(127);
     sigset_t none;
     sigemptyset(&none);

@@ -77,8 +77,10 @@ struct egress_broker {
 };
 
 /* fork + exec codemode-broker (next to our binary, else LIBEXECDIR), send it the config.
- * Returns once it has the config; with secrets, once it has made the per-run CA (b->ca_pem). */
-int egress_broker_spawn(const struct egress_config *c, const char *id, struct egress_broker *b,
+ * Returns once it has the config; with secrets, once it has made the per-run CA (b->ca_pem).
+ * detached (create, for a shim): its stderr is /dev/null, not ours (which may be the
+ * container's own stderr pipe, whose reader waits for EOF). */
+int egress_broker_spawn(const struct egress_config *c, const char *id, bool detached, struct egress_broker *b,
                         struct cm_error **err);
 /* Pass one of init's sockets on (the fd stays ours to close). */
 int egress_broker_give_socket(struct egress_broker *b, int64_t role_port, int fd, struct cm_error **err);
