@@ -12,8 +12,12 @@ CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
 
 setup_file() {
   lab_up "$BATS_FILE_TMPDIR/lab"
-  "$BATS_TEST_DIRNAME/make-bundle.sh" "$BATS_FILE_TMPDIR/bundle" "$LAB_CA"
+  "$BATS_TEST_DIRNAME/npm-install.sh"
+  "$BATS_TEST_DIRNAME/make-bundle.sh" "$BATS_FILE_TMPDIR/bundle" "$LAB_CA" "$BATS_TEST_DIRNAME/.work/node_modules"
   export EG_BUNDLE=$BATS_FILE_TMPDIR/bundle
+  # The MCP client imports the SDK from the suite's node_modules (ESM resolves from the
+  # script's directory up).
+  cp "$BATS_TEST_DIRNAME/mcp-client.mjs" "$BATS_TEST_DIRNAME/.work/mcp-client.mjs"
 }
 
 teardown_file() {
@@ -369,4 +373,80 @@ print(urllib.request.urlopen(r, timeout=15).status)'
   for i in $(seq 100); do [ ! -e "$ROOT/$CID" ] && ! kill -0 "$broker" 2>/dev/null && break; sleep 0.1; done
   [ ! -e "$ROOT/$CID" ]
   ! kill -0 "$broker" 2>/dev/null
+}
+
+@test "MCP: the SDK client drives server-gitlab through codemode-run --allow-host, its token a placeholder" {
+  local server=/app/node_modules/@modelcontextprotocol/server-gitlab/dist/index.js
+  # The mcpServers entry's env block: the API URL passed through (--env), the token a secret
+  # the server never sees (--secret from that env, bound to the API host).
+  export GITLAB_API_URL=https://api.allowed.test/api/v4 GITLAB_PERSONAL_ACCESS_TOKEN=$LAB_TOKEN SSL_CERT_FILE=$LAB_CA
+  local cmd=("$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile mcp --timeout 100 --dns-upstream "$LAB_DNS"
+             --audit-log "$AUDIT" --allow-host api.allowed.test --env GITLAB_API_URL
+             --secret GITLAB_PERSONAL_ACCESS_TOKEN --secret-host GITLAB_PERSONAL_ACCESS_TOKEN=api.allowed.test
+             "$EG_BUNDLE" -- /usr/bin/node "$server")
+  : >"$LAB_DIR/requests.log"
+  run in_net timeout 120 node "$BATS_TEST_DIRNAME/.work/mcp-client.mjs" ALLOWED "${cmd[@]}"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"ok tools/call search_repositories reached the API with the real token"* ]]
+  grep -q "Bearer $LAB_TOKEN" "$LAB_DIR/requests.log"
+  [ "$(audit_count '.decision == "allow" and .intercepted == true and .secret == "GITLAB_PERSONAL_ACCESS_TOKEN" and .host == "api.allowed.test"')" -ge 1 ]
+  # The same server pointed at a host the allowlist does not have: refused, quickly.
+  export GITLAB_API_URL=https://evil.test/api/v4
+  run in_net timeout 120 node "$BATS_TEST_DIRNAME/.work/mcp-client.mjs" REFUSED "${cmd[@]}"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"ok tools/call search_repositories refused"* ]]
+  ! grep -q '"host": "evil.test"' "$LAB_DIR/requests.log"
+}
+
+@test "create killed at any step leaves no broker; delete stops a recorded one" {
+  local b=$TEST_DIR/bundle point
+  cp -a "$EG_BUNDLE" "$b"
+  bundle_set_args "$b" /usr/bin/node -e 'setTimeout(() => {}, 60000)'
+  for point in state-dir cgroup fork ready state; do
+    rm -f "$TEST_DIR/create.err"
+    CODEMODE_TEST_PAUSE_AT=$point nsenter --net="/run/netns/$LAB_NET" "$CODEMODE" --root "$ROOT" --profile mcp \
+      --allow-host api.allowed.test --dns-upstream "$LAB_DNS" create --bundle "$b" "$CID-$point" \
+      </dev/null >/dev/null 2>"$TEST_DIR/create.err" &
+    local pid=$! i
+    for i in $(seq 100); do grep -q "paused at $point" "$TEST_DIR/create.err" 2>/dev/null && break; sleep 0.1; done
+    grep -q "paused at $point" "$TEST_DIR/create.err"
+    local broker=""
+    [ -e "$ROOT/$CID-$point/supervisor" ] && broker=$(cut -d' ' -f1 "$ROOT/$CID-$point/supervisor")
+    kill -9 "$pid"
+    wait "$pid" || true
+    # Killed before the container was recorded: its init and its broker die with create.
+    for i in $(seq 50); do [ "$(live_brokers | wc -l)" -le "$brokers_before" ] && break; sleep 0.1; done
+    if [ "$point" = state ]; then
+      # Recorded (state.json) with its broker: that one lives as long as the container.
+      [ -n "$broker" ] && kill -0 "$broker"
+    else
+      [ "$(live_brokers | wc -l)" -le "$brokers_before" ]
+    fi
+    "$CODEMODE" --root "$ROOT" delete --force "$CID-$point"
+    [ -z "$broker" ] || ! kill -0 "$broker" 2>/dev/null
+    [ "$(live_brokers | wc -l)" -le "$brokers_before" ]
+  done
+}
+
+@test "the annotation narrows the runtime's allowlist under mcp, and cannot widen it" {
+  local b=$TEST_DIR/bundle
+  cp -a "$EG_BUNDLE" "$b"
+  bundle_set_args "$b" /usr/bin/node /clients/fetch.mjs https://other.allowed.test/hello
+  bundle_jq "$b" '.annotations["run.codemode.net.allow"] = "[\"api.allowed.test\"]"'
+  run in_net "$CODEMODE" --root "$ROOT" --profile mcp --allow-host '*.allowed.test' --dns-upstream "$LAB_DNS" \
+    run --bundle "$b" "$CID"
+  [ "$status" -eq 1 ]
+  [[ "$output" == "ERROR ENOTFOUND"* ]]
+  bundle_jq "$b" '.annotations["run.codemode.net.allow"] = "[\"evil.test\"]"'
+  run in_net "$CODEMODE" --root "$ROOT" --profile mcp --allow-host '*.allowed.test' run --bundle "$b" "$CID"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *'"evil.test"'*"not allowed by the runtime's own rules"* || "$output" == *"allow-host evil.test:443"*"not allowed"* ]]
+  [ ! -e "$ROOT/$CID" ]
+  # Under the default profile the config is trusted: the annotation alone allows.
+  bundle_jq "$b" '.annotations["run.codemode.net.allow"] = "[\"other.allowed.test\"]"'
+  run in_net "$CODEMODE" --root "$ROOT" --dns-upstream "$LAB_DNS" run --bundle "$b" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$output" = "200 hello from other.allowed.test" ]
 }

@@ -48,9 +48,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.headers.get("Authorization") != "Bearer " + token:
                 self.send_body(401, b'{"message":"401 Unauthorized"}', "application/json")
             else:
-                self.send_body(200, json.dumps([{"id": 1, "name": "egress-test", "path_with_namespace": "codemode/egress-test",
-                                                 "description": "seen with the real token", "web_url": "https://api.allowed.test/codemode/egress-test"}]).encode(),
-                               "application/json")
+                body = json.dumps([{"id": 1, "name": "egress-test", "path_with_namespace": "codemode/egress-test",
+                                    "visibility": "private", "description": "seen with the real token",
+                                    "web_url": "https://api.allowed.test/codemode/egress-test",
+                                    "ssh_url_to_repo": "git@api.allowed.test:codemode/egress-test.git",
+                                    "http_url_to_repo": "https://api.allowed.test/codemode/egress-test.git",
+                                    "created_at": "2026-12-01T00:00:00Z", "last_activity_at": "2026-12-01T00:00:00Z",
+                                    "default_branch": "main"}]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("X-Total", "1")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
         else:
             self.send_body(404, b"not found\n")
     do_HEAD = do_GET
