@@ -118,8 +118,11 @@ int route_setup(int nlfd, char *why, size_t why_len) {
     snprintf(why, why_len, "add route local 0.0.0.0/0 dev lo in the container: %s", strerror(errno));
     goto out;
   }
-  /* A kernel (or namespace) without IPv6 has nothing to capture there. */
-  if (add_local_default(nl, AF_INET6, l.lo_index, seq + 2) < 0 && errno != EAFNOSUPPORT && errno != EOPNOTSUPP) {
+  /* A kernel without IPv6, or a namespace where it is disabled (Docker sets
+   * net.ipv6.conf.all.disable_ipv6 for networks without IPv6: the route is then refused with
+   * EACCES), has nothing to capture there: no IPv6 socket can leave it either. */
+  if (add_local_default(nl, AF_INET6, l.lo_index, seq + 2) < 0 && errno != EAFNOSUPPORT && errno != EOPNOTSUPP &&
+      errno != EACCES) {
     snprintf(why, why_len, "add route local ::/0 dev lo in the container: %s", strerror(errno));
     goto out;
   }
