@@ -69,7 +69,7 @@ CLI_OBJS  := $(CLI_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image $(B)/codemode-broker
+all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image $(B)/codemode-broker $(B)/codemode-broker-tls.so
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -101,16 +101,27 @@ $(B)/codemode-image: $(IMAGE_OBJS) $(B)/libcodemode.a
 
 # codemode-broker (issue 16): the per-container egress broker, started by create only when an
 # allowlist is active, never on the plain start path. A separate dynamic binary: it links what
-# only it needs, c-ares (async DNS), libmnl (netlink), OpenSSL (TLS interception, the per-run CA).
-BROKER_SRCS := $(sort $(wildcard src/supervisor/broker/*.c))
+# only it needs, c-ares (async DNS) and libmnl (netlink). The TLS interceptor (OpenSSL: the
+# per-run CA, secrets substituted for a bound host) is codemode-broker-tls.so, loaded only by a
+# broker that has a secret to substitute: libssl and libcrypto were most of every broker's
+# loader time (measured, issue 16). It calls back into the broker for the four symbols exported.
+BROKER_SRCS := $(sort $(filter-out %/intercept.c,$(wildcard src/supervisor/broker/*.c)))
 BROKER_OBJS := $(BROKER_SRCS:%.c=$(B)/%.o)
-BROKER_LIBS := -lcares -lmnl -lssl -lcrypto -lpthread
+BROKER_LIBS := -lcares -lmnl -lpthread
+BROKER_EXPORTS := -Wl,--export-dynamic-symbol=audit_write -Wl,--export-dynamic-symbol=now_mono \
+                  -Wl,--export-dynamic-symbol=proto_substitute_header -Wl,--export-dynamic-symbol=egress_host_matches
 $(B)/libbroker.a: $(filter-out %/main.o,$(BROKER_OBJS))
 	@rm -f $@
 	@echo "  AR      $@"
 	@ar rcs $@ $^
 $(B)/codemode-broker: $(B)/src/supervisor/broker/main.o $(B)/libbroker.a $(B)/libcodemode.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(BROKER_LIBS)
+	$(CC) $(LDFLAGS) $(BROKER_EXPORTS) -o $@ $^ $(LDLIBS) $(BROKER_LIBS)
+$(B)/src/supervisor/broker/intercept.pic.o: src/supervisor/broker/intercept.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (PIC)"
+	@$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+$(B)/codemode-broker-tls.so: $(B)/src/supervisor/broker/intercept.pic.o
+	$(CC) $(LDFLAGS) -shared -o $@ $< -lssl -lcrypto -lpthread
 
 # The same objects linked against the shared glibc, for the valgrind suite: memcheck replaces
 # malloc through the loader, which a static binary does not have. `make check` builds it.
@@ -167,6 +178,7 @@ install: all
 	install -D -m 0755 $(B)/codemode-run $(DESTDIR)$(BINDIR)/codemode-run
 	install -D -m 0755 $(B)/codemode-image $(DESTDIR)$(BINDIR)/codemode-image
 	install -D -m 0755 $(B)/codemode-broker $(DESTDIR)$(LIBEXECDIR)/codemode-broker
+	install -D -m 0644 $(B)/codemode-broker-tls.so $(DESTDIR)$(LIBEXECDIR)/codemode-broker-tls.so
 	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; \
 	  s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 	@for p in seccomp-profiles/*.json; do [ -e "$$p" ] || continue; \

@@ -90,5 +90,5 @@ int egress_sockets_send(int sync_fd, const uint16_t *ports, size_t n_ports, uint
     if (fd < 0 || send_one(sync_fd, EGRESS_SOCK_TRANSPARENT, ports[i], fd, err) < 0)
       return -1;
   }
-  return 0;
+  return sync_send(sync_fd, SYNC_EGRESS_SOCKET, EGRESS_SOCK_VALUE(EGRESS_SOCK_END, 0), NULL, -1, err);
 }

@@ -11,6 +11,7 @@
 #include "util/error.h"
 
 enum egress_socket_role {
+  EGRESS_SOCK_END = 0,     /* no socket: the last message of the series */
   EGRESS_SOCK_NETLINK = 1, /* NETLINK_ROUTE: the broker adds the capture routes through it */
   EGRESS_SOCK_HTTP_PROXY,  /* TCP 127.0.0.1:3128 */
   EGRESS_SOCK_SOCKS,       /* TCP 127.0.0.1:1080 */
@@ -24,7 +25,7 @@ enum egress_socket_role {
 
 /* Make them all in the current network namespace and send each as SYNC_EGRESS_SOCKET on
  * sync_fd: the netlink socket, the proxy listeners (http_port, socks_port), the DNS socket and
- * a transparent listener for every other port of `ports`. */
+ * a transparent listener for every other port of `ports`; then EGRESS_SOCK_END. */
 int egress_sockets_send(int sync_fd, const uint16_t *ports, size_t n_ports, uint16_t http_port,
                         uint16_t socks_port, struct cm_error **err);
 

@@ -317,8 +317,15 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
         return -1;
       break;
     case SYNC_EGRESS_SOCKET:
-      rc = r->broker.pid > 0 && fd >= 0 ? egress_broker_give_socket(&r->broker, m.value, fd, err)
-                                        : cm_error_set(err, EPROTO, "sync: an egress socket without a broker");
+      /* Each of init's sockets to the broker as it comes; after the last, init's pidfd: the
+       * broker adds its routes while init goes on with the rootfs. */
+      if (r->broker.pid <= 0)
+        rc = cm_error_set(err, EPROTO, "sync: an egress socket without a broker");
+      else if (EGRESS_SOCK_ROLE(m.value) == EGRESS_SOCK_END)
+        rc = egress_broker_start(&r->broker, r->init, err);
+      else
+        rc = fd >= 0 ? egress_broker_give_socket(&r->broker, m.value, fd, err)
+                     : cm_error_set(err, EPROTO, "sync: an egress socket message without its socket");
       if (fd >= 0)
         close(fd);
       if (rc < 0)
@@ -331,7 +338,7 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
         return -1;
       }
       /* The capture routes are in place before anything of the user's can run. */
-      if (r->broker.pid > 0 && egress_broker_go(&r->broker, r->init, err) < 0)
+      if (r->broker.pid > 0 && egress_broker_wait_ready(&r->broker, err) < 0)
         return -1;
       return 0;
     default:
@@ -444,12 +451,13 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     annotations = annotations_with_landlock(s, r.landlock_abi, landlock_abi_text, sizeof(landlock_abi_text),
                                             &r.st.annotations);
   test_pause_at("state-dir");
-  /* An allowlist: the broker starts now (its exec overlaps the rest of create) and the
-   * container's config gets the proxy variables, the stub's resolv.conf and the CA. */
+  /* An allowlist: the container's config gets the proxy variables, the stub's resolv.conf and
+   * (secrets bound to hosts) the per-run CA, which the broker must make first: then it starts
+   * now, otherwise just after init (its exec overlapping init's mounts). */
   if (opts->egress) {
     struct spec *ms = loaded ? loaded : opts->spec;
     cleanup_free char *dir = state_dir_path(ctx->root, opts->id);
-    if (egress_broker_spawn(opts->egress, opts->id, !opts->foreground, &r.broker, err) < 0 ||
+    if ((opts->egress->n_secrets && egress_broker_spawn(opts->egress, opts->id, !opts->foreground, &r.broker, err) < 0) ||
         egress_prepare_container(ms, r.dirfd, dir, r.st.rootfs, r.broker.ca_pem, err) < 0)
       goto fail;
   }
@@ -558,6 +566,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (r.fifo_fd >= 0)
     close(r.fifo_fd);
   r.fifo_fd = -1;
+  if (opts->egress && r.broker.pid < 0 && egress_broker_spawn(opts->egress, opts->id, !opts->foreground, &r.broker, err) < 0)
+    goto fail;
   if (record_progress(&r, child, err) < 0)
     goto fail;
   test_pause_at("fork");

@@ -159,18 +159,23 @@ int egress_broker_give_socket(struct egress_broker *b, int64_t role_port, int fd
   return 0;
 }
 
-int egress_broker_go(struct egress_broker *b, pid_t init, struct cm_error **err) {
-  if (!b->configured && await_config(b, err) < 0)
-    return -1;
-  b->configured = true;
+int egress_broker_start(struct egress_broker *b, pid_t init, struct cm_error **err) {
   /* A pidfd names exactly our init, never a later process that reuses its pid. */
   int pidfd = (int)syscall(SYS_pidfd_open, init, 0);
   if (pidfd < 0)
     return cm_error_set(err, errno, "egress: pidfd_open of init");
   int rc = sync_send(b->ctl, BROKER_INIT, 0, NULL, pidfd, err);
   close(pidfd);
-  if (rc < 0)
+  b->started = rc == 0;
+  return rc;
+}
+
+int egress_broker_wait_ready(struct egress_broker *b, struct cm_error **err) {
+  if (!b->started)
+    return cm_error_set(err, EPROTO, "egress: init did not send its sockets");
+  if (!b->configured && await_config(b, err) < 0)
     return -1;
+  b->configured = true;
   struct sync_msg m;
   int fd = -1;
   int r = sync_recv(b->ctl, &m, &fd, err);

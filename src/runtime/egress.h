@@ -74,6 +74,7 @@ struct egress_broker {
   int ctl; /* our end of the control socket; -1 once closed */
   char *ca_pem; /* the per-run CA (placeholder mode), NULL otherwise */
   bool configured; /* its answer to the config has been read */
+  bool started;    /* BROKER_INIT sent */
 };
 
 /* fork + exec codemode-broker (next to our binary, else LIBEXECDIR), send it the config.
@@ -84,8 +85,11 @@ int egress_broker_spawn(const struct egress_config *c, const char *id, bool deta
                         struct cm_error **err);
 /* Pass one of init's sockets on (the fd stays ours to close). */
 int egress_broker_give_socket(struct egress_broker *b, int64_t role_port, int fd, struct cm_error **err);
-/* Hand over init's pidfd and wait for READY (routes installed, privileges dropped). */
-int egress_broker_go(struct egress_broker *b, pid_t init, struct cm_error **err);
+/* Hand over init's pidfd (all its sockets are with the broker): the broker installs its routes
+ * and drops its privileges meanwhile. */
+int egress_broker_start(struct egress_broker *b, pid_t init, struct cm_error **err);
+/* Wait for its READY (before anything of the user's may run). */
+int egress_broker_wait_ready(struct egress_broker *b, struct cm_error **err);
 /* The container is recorded: name the broker in the state dir's `supervisor` file ("PID
  * STARTTIME"), tell it, and close our end of its control socket. */
 int egress_broker_commit(struct egress_broker *b, int state_dirfd, struct cm_error **err);

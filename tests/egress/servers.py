@@ -75,7 +75,9 @@ def serve(port, tls):
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        # The handshake on the request's own thread (its first read), not in the accept loop:
+        # 100 concurrent clients must not queue behind one another's handshakes.
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
 
 def rebinding_dns():

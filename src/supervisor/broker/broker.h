@@ -95,6 +95,7 @@ struct broker {
   struct secret_binding *secrets;
   size_t n_secrets;
   void *tls; /* intercept.c's state, NULL without secrets */
+  const struct broker_tls_ops *tls_ops;
   struct conn *conns; /* every live connection (for deadlines and the final records) */
   struct conn *graveyard; /* closed this round, freed at its end */
   size_t n_conns;
@@ -173,13 +174,21 @@ struct audit_record {
 };
 void audit_write(struct broker *b, const struct audit_record *r);
 
-/* intercept.c */
-int intercept_init(struct broker *b, char **ca_pem, char *why, size_t why_len);
+/* intercept.c, built as codemode-broker-tls.so and loaded (tls.c) only when a secret is bound
+ * to a host: OpenSSL is loaded by that broker alone, not by every broker at every start. */
+struct broker_tls_ops {
+  /* Make the per-run CA (its PEM in *ca_pem) and the TLS contexts. */
+  int (*init)(struct broker *b, char **ca_pem, char *why, size_t why_len);
+  /* Take over a decided connection: TLS to the client (a leaf for host), TLS upstream, the
+   * substitution. Runs on its own thread; the fds are its to close. */
+  void (*start)(struct broker *b, int client_fd, int upstream_fd, const char *host, uint16_t port, const char *via,
+                const char *addr, const char *rule, double started);
+};
+#define BROKER_TLS_OPS_SYMBOL "codemode_broker_tls_ops"
+
+/* tls.c: load codemode-broker-tls.so (next to our binary). */
+int tls_load(struct broker *b, char *why, size_t why_len);
 /* The binding for host, if any. */
 const struct secret_binding *intercept_binding(struct broker *b, const char *host);
-/* Take over a decided connection: TLS to the client (leaf for host), TLS upstream, substitution.
- * Runs on its own thread; the fds are its to close. */
-void intercept_start(struct broker *b, int client_fd, int upstream_fd, const char *host, uint16_t port,
-                     const char *via, const char *addr, const char *rule, double started);
 
 #endif

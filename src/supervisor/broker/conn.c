@@ -506,7 +506,7 @@ static void enter_relay(struct broker *b, struct conn *c) {
     broker_unwatch(b, &c->cw);
     broker_unwatch(b, &c->uw);
     c->cw.fd = c->uw.fd = -1;
-    intercept_start(b, cfd, ufd, c->host, c->port, c->via, c->upstream_text, c->rule, c->started);
+    b->tls_ops->start(b, cfd, ufd, c->host, c->port, c->via, c->upstream_text, c->rule, c->started);
     conn_free(b, c);
     return;
   }

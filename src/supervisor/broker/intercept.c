@@ -117,14 +117,7 @@ static int alpn_http11(SSL *ssl, const unsigned char **out, unsigned char *outle
   return SSL_TLSEXT_ERR_OK;
 }
 
-const struct secret_binding *intercept_binding(struct broker *b, const char *host) {
-  for (size_t i = 0; i < b->n_secrets; i++)
-    if (egress_host_matches(b->secrets[i].host, host))
-      return &b->secrets[i];
-  return NULL;
-}
-
-int intercept_init(struct broker *b, char **ca_pem, char *why, size_t why_len) {
+static int intercept_init(struct broker *b, char **ca_pem, char *why, size_t why_len) {
   struct tls_state *t = calloc(1, sizeof(*t));
   if (t == NULL)
     return -1;
@@ -372,7 +365,7 @@ out:;
   return NULL;
 }
 
-void intercept_start(struct broker *b, int client_fd, int upstream_fd, const char *host, uint16_t port,
+static void intercept_start(struct broker *b, int client_fd, int upstream_fd, const char *host, uint16_t port,
                      const char *via, const char *addr, const char *rule, double started) {
   struct job *j = calloc(1, sizeof(*j));
   if (j == NULL) {
@@ -396,3 +389,9 @@ void intercept_start(struct broker *b, int client_fd, int upstream_fd, const cha
   }
   pthread_attr_destroy(&attr);
 }
+
+/* What tls.c looks up after dlopen. */
+__attribute__((visibility("default"))) const struct broker_tls_ops codemode_broker_tls_ops = {
+    .init = intercept_init,
+    .start = intercept_start,
+};

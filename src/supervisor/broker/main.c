@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
     die(&b, "%s", why);
   if (b.n_secrets) {
     char *pem = NULL;
-    if (intercept_init(&b, &pem, why, sizeof(why)) < 0)
+    if (tls_load(&b, why, sizeof(why)) < 0 || b.tls_ops->init(&b, &pem, why, sizeof(why)) < 0)
       die(&b, "%s", why);
     sync_send(CTL_FD, BROKER_CA, 0, pem, -1, NULL);
     free(pem);

@@ -17,6 +17,7 @@
 #include <libmnl/libmnl.h>
 #include <linux/if.h>
 #include <linux/rtnetlink.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -26,6 +27,7 @@
 
 struct links {
   int lo_index;
+  bool lo_up;
   char other[IFNAMSIZ + 1];
 };
 
@@ -42,8 +44,10 @@ static int on_link(const struct nlmsghdr *nlh, void *data) {
   const struct nlattr *tb[IFLA_MAX + 1] = {0};
   mnl_attr_parse(nlh, sizeof(*ifm), link_attr, tb);
   const char *name = tb[IFLA_IFNAME] ? mnl_attr_get_str(tb[IFLA_IFNAME]) : "?";
-  if (ifm->ifi_flags & IFF_LOOPBACK)
+  if (ifm->ifi_flags & IFF_LOOPBACK) {
     l->lo_index = ifm->ifi_index;
+    l->lo_up = ifm->ifi_flags & IFF_UP;
+  }
   else if (l->other[0] == '\0')
     snprintf(l->other, sizeof(l->other), "%s", name);
   return MNL_CB_OK;
@@ -62,6 +66,22 @@ static int talk(struct mnl_socket *nl, struct nlmsghdr *req, mnl_cb_t cb, void *
     if (r <= MNL_CB_STOP)
       return r;
   }
+}
+
+/* lo up (an IPv6 route to a device that is down is refused): whoever else brings it up meanwhile
+ * (create, or init) does the same, harmlessly. */
+static int lo_up(struct mnl_socket *nl, int lo_index, uint32_t seq) {
+  char buf[MNL_SOCKET_BUFFER_SIZE];
+  struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+  nlh->nlmsg_type = RTM_NEWLINK;
+  nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  nlh->nlmsg_seq = seq;
+  struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+  ifm->ifi_family = AF_UNSPEC;
+  ifm->ifi_index = lo_index;
+  ifm->ifi_flags = IFF_UP;
+  ifm->ifi_change = IFF_UP;
+  return talk(nl, nlh, NULL, NULL);
 }
 
 static int add_local_default(struct mnl_socket *nl, int family, int lo_index, uint32_t seq) {
@@ -112,6 +132,10 @@ int route_setup(int nlfd, char *why, size_t why_len) {
   }
   if (l.lo_index == 0) {
     snprintf(why, why_len, "the container's network namespace has no lo");
+    goto out;
+  }
+  if (!l.lo_up && lo_up(nl, l.lo_index, seq + 3) < 0) {
+    snprintf(why, why_len, "bring up lo in the container: %s", strerror(errno));
     goto out;
   }
   if (add_local_default(nl, AF_INET, l.lo_index, seq + 1) < 0) {
