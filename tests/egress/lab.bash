@@ -62,7 +62,7 @@ lab_up() {
     --address=/api.allowed.test/203.0.113.10 --address=/other.allowed.test/203.0.113.11 \
     --address=/evil.test/203.0.113.20 --address=/plain.allowed.test/203.0.113.30 \
     --address=/private.allowed.test/10.20.0.5 --address=/meta.allowed.test/169.254.169.254 \
-    --address=/loop.allowed.test/127.0.0.1 --server=/rebind.allowed.test/203.0.113.54 --local=/test/ \
+    --address=/loop.allowed.test/127.0.0.1 --server=/rebind.allowed.test/203.0.113.54 --local=/test/ --local-ttl=60 \
     </dev/null >>"$LAB_DIR/dnsmasq.log" 2>&1 &
   echo $! >"$LAB_DIR/dnsmasq.job"
   ip netns exec "$LAB_HOSTS" python3 "$(dirname "${BASH_SOURCE[0]}")/servers.py" "$LAB_DIR/host.pem" \

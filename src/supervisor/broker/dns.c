@@ -134,33 +134,66 @@ void dns_shutdown(struct broker *b) {
 
 /* --- resolution for connections ---------------------------------------------------------------- */
 
+/* Answers for proxy connections, kept for their TTL (at most DNS_TTL_MAX): a client that opens
+ * a connection per request must not pay a lookup each time. What is kept is the upstream's
+ * answer, checked by the guard at every use (conn_resolved), so a cached answer never lets more
+ * through than a fresh one; a TTL of 0 (a rebinding server's) is never kept. */
+#define CONN_CACHE_SIZE 64
+struct cached_answer {
+  char name[254];
+  struct addr addrs[16];
+  size_t n;
+  double expires;
+};
+static struct cached_answer conn_cache[CONN_CACHE_SIZE];
+static size_t conn_cache_next;
+
 struct conn_lookup {
   struct broker *b;
   struct conn *c;
+  char name[254];
 };
 
 static void on_conn_addrinfo(void *arg, int status, int timeouts, struct ares_addrinfo *res) {
   struct conn_lookup *cl = arg;
   struct addr addrs[16];
   size_t n = 0;
+  int ttl = DNS_TTL_MAX;
   for (struct ares_addrinfo_node *nd = res ? res->nodes : NULL; nd && n < 16; nd = nd->ai_next) {
     uint16_t port;
     addr_from_sockaddr(&addrs[n], nd->ai_addr, &port);
+    if (nd->ai_ttl < ttl)
+      ttl = nd->ai_ttl;
     n++;
   }
   if (res)
     ares_freeaddrinfo(res);
+  if (status == ARES_SUCCESS && n > 0 && ttl > 0) {
+    struct cached_answer *e = &conn_cache[conn_cache_next];
+    conn_cache_next = (conn_cache_next + 1) % CONN_CACHE_SIZE;
+    snprintf(e->name, sizeof(e->name), "%s", cl->name);
+    memcpy(e->addrs, addrs, n * sizeof(addrs[0]));
+    e->n = n;
+    e->expires = now_mono() + ttl;
+  }
   conn_resolved(cl->b, cl->c, addrs, n, status);
   free(cl);
 }
 
 void dns_resolve_for(struct broker *b, struct conn *c, const char *name) {
+  double now = now_mono();
+  for (size_t i = 0; i < CONN_CACHE_SIZE; i++)
+    if (conn_cache[i].n && conn_cache[i].expires > now && strcasecmp(conn_cache[i].name, name) == 0) {
+      conn_resolved(b, c, conn_cache[i].addrs, conn_cache[i].n, ARES_SUCCESS);
+      return;
+    }
   struct conn_lookup *cl = malloc(sizeof(*cl));
   if (cl == NULL) {
     conn_resolved(b, c, NULL, 0, ARES_ENOMEM);
     return;
   }
-  *cl = (struct conn_lookup){b, c};
+  *cl = (struct conn_lookup){.b = b, .c = c};
+  snprintf(cl->name, sizeof(cl->name), "%s", name);
   struct ares_addrinfo_hints hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
   ares_getaddrinfo(b->ares, name, NULL, &hints, on_conn_addrinfo, cl);
 }
