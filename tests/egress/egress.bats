@@ -213,6 +213,21 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$status" -eq 35 ] || [ "$status" -eq 56 ]
 }
 
+@test "non-HTTP services: by CIDR rule, or by name on its port (a server-first protocol)" {
+  egress --allow-cidr 10.20.0.5/32:2222 -- /usr/bin/python3 /clients/banner.py 10.20.0.5 2222
+  [ "$output" = "SSH-2.0-egress-test" ]
+  [ "$(audit_count '.decision == "allow" and .port == 2222 and .rule == "allow-cidr 10.20.0.5/32:2222"')" -eq 1 ]
+  egress --allow-host plain.allowed.test:2222 -- /usr/bin/python3 /clients/banner.py plain.allowed.test 2222
+  [ "$output" = "SSH-2.0-egress-test" ]
+  [ "$(audit_count '.event == "connect" and .decision == "allow" and .host == "plain.allowed.test" and .rule == "allow-host plain.allowed.test:2222"')" -eq 1 ]
+  # Another address on the same port: refused (a reset, no banner).
+  egress --allow-host plain.allowed.test:2222 -- /usr/bin/python3 /clients/banner.py 203.0.113.20 2222
+  [ "$output" != "SSH-2.0-egress-test" ]
+  # A port no rule names: nothing listens, refused by the kernel at once.
+  egress --allow-host plain.allowed.test:2222 -- /usr/bin/python3 /clients/banner.py plain.allowed.test 2223
+  [[ "$output" == "ERROR ConnectionRefusedError"* ]]
+}
+
 @test "deny rules win over allow rules" {
   egress --allow-host '*.allowed.test' --deny-host other.allowed.test -- /usr/bin/curl -sS -m 20 https://other.allowed.test/hello
   [ "$status" -eq 56 ]
@@ -325,6 +340,17 @@ print(urllib.request.urlopen(r, timeout=15).status)'
   [[ "$output" == *"ports 80, 443, 5432 (transparent)"* ]]
   run "$CODEMODE_RUN" --explain "$EG_BUNDLE"
   [[ "$output" == *"egress: loopback only"* ]]
+  # codemode's global flags (runtimeArgs), and the annotation narrowing them under mcp.
+  local b=$TEST_DIR/bundle
+  cp -a "$EG_BUNDLE" "$b"
+  run "$CODEMODE" --profile mcp --allow-host '*.allowed.test' policy explain -b "$b"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"egress: allow-host *.allowed.test:443 (--allow-host)"* ]]
+  bundle_jq "$b" '.annotations["run.codemode.net.allow"] = "[\"api.allowed.test\", \"!x.allowed.test\"]"'
+  run "$CODEMODE" --profile mcp --allow-host '*.allowed.test' policy explain -b "$b"
+  [[ "$output" == *"egress: allow-host api.allowed.test:443 (annotation)"* ]]
+  [[ "$output" == *"egress: deny-host x.allowed.test (annotation)"* ]]
+  [[ "$output" != *"(--allow-host)"* ]]
 }
 
 @test "nothing allowed is loopback only, as before: no broker, no proxy variables" {

@@ -7,6 +7,7 @@
 #     /headers          the request's headers as JSON
 #     /bytes/N          N bytes
 #     /api/v4/...       a GitLab-API-shaped answer, 401 unless "Authorization: Bearer $TOKEN"
+#   a banner on :2222 (the server speaks first, as SSH does), then the connection closes
 #   a DNS server on 203.0.113.54:53 for rebind.allowed.test: the first answer public
 #   (203.0.113.10), every later one private (10.20.0.5): DNS rebinding.
 #   Every request is appended to $LOG (one JSON line: host, path, headers).
@@ -102,8 +103,22 @@ def rebinding_dns():
             body += b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x00\x00\x04" + socket.inet_aton(ip)
         s.sendto(hdr + body, peer)
 
+def banner_server():
+    # A protocol where the server speaks first (SSH, SMTP, MySQL): nothing for SNI or Host.
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", 2222))
+    s.listen(64)
+    while True:
+        c, _ = s.accept()
+        try:
+            c.sendall(b"SSH-2.0-egress-test\r\n")
+        finally:
+            c.close()
+
 for port, tls in ((443, True), (8443, True), (80, False)):
     serve(port, tls)
+threading.Thread(target=banner_server, daemon=True).start()
 threading.Thread(target=rebinding_dns, daemon=True).start()
 print("ready", flush=True)
 threading.Event().wait()
