@@ -172,6 +172,17 @@ int policy_apply_egress(struct spec *s, const struct egress_flags *flags, struct
                         "allowlist needs its own (linux.namespaces: network; codemode-run --net none)");
   }
   egress_policy_explain(&out->egress, report_line, &out->report);
+  /* Where the kernel has Landlock ABI >= 4 (the hardening profiles' layer), TCP connect is
+   * limited to the broker's ports as well: a connect anywhere else fails with EACCES even if
+   * the capture routes were removed. */
+  if (out->landlock.present) {
+    uint16_t ports[EGRESS_MAX_PORTS];
+    struct policy_landlock_tcp tcp = {.connect = ports, .n_connect = egress_tcp_ports(&out->egress, ports, EGRESS_MAX_PORTS)};
+    if (policy_landlock_restrict_tcp(out, &tcp, err) < 0) {
+      egress_policy_free(&out->egress);
+      return -1;
+    }
+  }
   return 0;
 }
 

@@ -90,7 +90,7 @@ void policy_landlock_add_mount(struct policy_result *r, const struct spec_mount 
 
 /* The egress allowlist (issue 16) passes the TCP ports of its broker here: where the kernel has
  * Landlock ABI >= 4, the profile's layer then allows connect(2) only to `connect` and bind(2)
- * only to `bind` (none: no TCP bind at all). Without this call no TCP right is handled: the
+ * only to `bind` (none: no TCP bind at all; bind NULL: bind not restricted). Without this call no TCP right is handled: the
  * container's network namespace has only lo, and port rules cannot tell loopback from the
  * world, so they would only break a server talking to itself. Needs the profile's layer. */
 struct policy_landlock_tcp {

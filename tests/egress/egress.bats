@@ -223,8 +223,12 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   # Another address on the same port: refused (a reset, no banner).
   egress --allow-host plain.allowed.test:2222 -- /usr/bin/python3 /clients/banner.py 203.0.113.20 2222
   [ "$output" != "SSH-2.0-egress-test" ]
-  # A port no rule names: nothing listens, refused by the kernel at once.
+  # A port no rule names: refused by the kernel at once. Under the mcp profile, with Landlock
+  # ABI >= 4, connect(2) itself is refused (EACCES: only the broker's ports); without the
+  # profile's layer nothing listens there (ECONNREFUSED).
   egress --allow-host plain.allowed.test:2222 -- /usr/bin/python3 /clients/banner.py plain.allowed.test 2223
+  [[ "$output" == "ERROR PermissionError"* ]]
+  egress --profile default --allow-host plain.allowed.test:2222 -- /usr/bin/python3 /clients/banner.py plain.allowed.test 2223
   [[ "$output" == "ERROR ConnectionRefusedError"* ]]
 }
 
@@ -338,6 +342,7 @@ print(urllib.request.urlopen(r, timeout=15).status)'
   [[ "$output" == *"egress: allow-cidr 10.1.0.0/16:5432 (--allow-cidr)"* ]]
   [[ "$output" == *"egress: deny-host bad.allowed.test (--deny-host)"* ]]
   [[ "$output" == *"ports 80, 443, 5432 (transparent)"* ]]
+  [[ "$output" == *"landlock: TCP connect only to 5 broker ports"* ]]
   run "$CODEMODE_RUN" --explain "$EG_BUNDLE"
   [[ "$output" == *"egress: loopback only"* ]]
   # codemode's global flags (runtimeArgs), and the annotation narrowing them under mcp.
