@@ -90,7 +90,7 @@ struct broker {
   size_t n_listeners;
   ares_channel ares;
   struct watch ares_w[16]; /* c-ares' sockets */
-  struct dns_map_entry map[DNS_MAP_SIZE];
+  struct dns_map_entry *map; /* DNS_MAP_SIZE entries, calloc'd: untouched pages cost nothing */
   size_t map_next;
   struct secret_binding *secrets;
   size_t n_secrets;

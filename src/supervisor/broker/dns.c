@@ -112,6 +112,11 @@ void dns_process_timeouts(struct broker *b) {
 }
 
 int dns_init(struct broker *b, const char *upstream, char *why, size_t why_len) {
+  b->map = calloc(DNS_MAP_SIZE, sizeof(*b->map));
+  if (b->map == NULL) {
+    snprintf(why, why_len, "out of memory");
+    return -1;
+  }
   for (size_t i = 0; i < sizeof(b->ares_w) / sizeof(b->ares_w[0]); i++)
     b->ares_w[i].fd = -1;
   int rc = ares_library_init(ARES_LIB_INIT_ALL);
