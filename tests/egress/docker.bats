@@ -46,6 +46,13 @@ setup() {
   NAME=cm-egdk-$$-$BATS_TEST_NUMBER
 }
 
+# Docker removes its containers (--rm, docker rm); what this file checks it checks in the tests
+# (no broker left). Not helpers' cm_teardown: it looks for processes by a state root we do not
+# have here, and would take another suite's dockerd for ours.
+teardown() {
+  docker rm -f "$NAME" "$NAME-2" >/dev/null 2>&1 || true
+}
+
 live_brokers() { ps -eo pid=,stat=,comm= | awk '$3 == "codemode-broker" && $2 !~ /^Z/ { print $1 }'; }
 
 # drun CMD…: the command in a --rm container of the egress image under codemode-args.

@@ -48,14 +48,17 @@ teardown() {
 }
 
 # egress FLAGS… -- CMD…: codemode-run in the lab's "machine" namespace, with the lab's resolver
-# and this test's audit log. $status, $output.
+# and this test's audit log. $status, $output (stdout), $stderr.
 egress() {
   local flags=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
   shift
-  run in_net timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --dns-upstream "$LAB_DNS" \
-    --audit-log "$AUDIT" "${flags[@]}" "$EG_BUNDLE" -- "$@"
+  # stdout is the container's ($output); codemode-run's own words and the clients' errors go to
+  # $stderr.
+  run --separate-stderr in_net timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" \
+    --dns-upstream "$LAB_DNS" --audit-log "$AUDIT" "${flags[@]}" "$EG_BUNDLE" -- "$@"
   echo "# $output" >&3
+  echo "# stderr: $stderr" >&3
 }
 
 # audit JQ-FILTER: the audit records matching a jq select() condition, compact.
@@ -113,7 +116,7 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   # curl through the proxy: 403 from the broker.
   egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 https://evil.test/hello
   [ "$status" -eq 56 ]
-  [[ "$output" == *"403"* ]]
+  [[ "$stderr" == *"403"* ]]
   # curl without proxy: the stub says NXDOMAIN.
   egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 --noproxy '*' https://evil.test/hello
   [ "$status" -eq 6 ]
@@ -263,7 +266,7 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   nsenter --net="/run/netns/$LAB_NET" "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --dns-upstream "$LAB_DNS" --allow-host api.allowed.test \
     --secret API_TOKEN=@"$TEST_DIR/token" --secret FROM_ENV_SECRET "$EG_BUNDLE" -- \
     /usr/bin/node -e 'console.log(process.env.API_TOKEN, process.env.FROM_ENV_SECRET); setTimeout(() => {}, 60000)' \
-    >"$TEST_DIR/out" 2>&1 &
+    >"$TEST_DIR/out" 2>"$TEST_DIR/err" &
   local run_pid=$!
   local i
   for i in $(seq 100); do [ -s "$TEST_DIR/out" ] && break; sleep 0.1; done
@@ -285,8 +288,8 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   # A value on the command line is refused, naming the safe forms.
   egress --allow-host api.allowed.test --secret "API_TOKEN=$secret" -- /usr/bin/true
   [ "$status" -eq 125 ]
-  [[ "$output" == *"--secret API_TOKEN=@FILE"* ]]
-  [[ "$output" != *"$secret"* ]]
+  [[ "$stderr" == *"--secret API_TOKEN=@FILE"* ]]
+  [[ "$stderr" != *"$secret"* ]]
 }
 
 @test "secret placeholders: substituted by the broker for the bound host only; the server sees only the placeholder" {
@@ -323,7 +326,7 @@ print(urllib.request.urlopen(r, timeout=15).status)'
   # A host the secret is bound to must be allowed.
   egress --allow-host other.allowed.test --secret "GL_TOKEN=@$TEST_DIR/token" --secret-host GL_TOKEN=api.allowed.test -- /usr/bin/true
   [ "$status" -eq 125 ]
-  [[ "$output" == *"--secret-host GL_TOKEN=api.allowed.test: the host is not allowed"* ]]
+  [[ "$stderr" == *"--secret-host GL_TOKEN=api.allowed.test: the host is not allowed"* ]]
 }
 
 @test "--env NAME passes the caller's variable through (an mcpServers env block)" {
@@ -359,7 +362,7 @@ print(urllib.request.urlopen(r, timeout=15).status)'
 }
 
 @test "nothing allowed is loopback only, as before: no broker, no proxy variables" {
-  run in_net "$CODEMODE_RUN" --root "$ROOT" --id "$CID" "$EG_BUNDLE" -- /usr/bin/node -e 'console.log(process.env.HTTPS_PROXY === undefined)'
+  run --separate-stderr in_net "$CODEMODE_RUN" --root "$ROOT" --id "$CID" "$EG_BUNDLE" -- /usr/bin/node -e 'console.log(process.env.HTTPS_PROXY === undefined)'
   [ "$status" -eq 0 ]
   [ "$output" = true ]
   run in_net "$CODEMODE_RUN" --root "$ROOT" --id "$CID" "$EG_BUNDLE" -- /usr/bin/curl -sS -m 20 --noproxy '*' https://203.0.113.10/hello
@@ -367,25 +370,25 @@ print(urllib.request.urlopen(r, timeout=15).status)'
   # Without an allowlist, the egress-only flags are refused rather than silently ignored.
   egress -- /usr/bin/true
   [ "$status" -eq 125 ]
-  [[ "$output" == *"--dns-upstream: nothing is allowed"* ]]
+  [[ "$stderr" == *"--dns-upstream: nothing is allowed"* ]]
 }
 
 @test "bad egress flags are refused naming what was written, leaving nothing behind" {
   egress --allow-host 203.0.113.10 -- /usr/bin/true
   [ "$status" -eq 125 ]
-  [[ "$output" == *"--allow-host 203.0.113.10: an address, not a host name (use --allow-cidr"* ]]
+  [[ "$stderr" == *"--allow-host 203.0.113.10: an address, not a host name (use --allow-cidr"* ]]
   egress --allow-cidr 10.0.0.0/8 -- /usr/bin/true
-  [[ "$output" == *"--allow-cidr 10.0.0.0/8: the port is missing"* ]]
+  [[ "$stderr" == *"--allow-cidr 10.0.0.0/8: the port is missing"* ]]
   egress --allow-host '*' -- /usr/bin/true
   [ "$status" -eq 125 ]
   egress --net host --allow-host api.allowed.test --profile default -- /usr/bin/true
   [ "$status" -eq 125 ]
-  [[ "$output" == *"needs its own"* ]]
+  [[ "$stderr" == *"needs its own"* ]]
   # An existing file that is not an audit log is never appended to.
   echo "precious" >"$AUDIT"
   egress --allow-host api.allowed.test -- /usr/bin/true
   [ "$status" -eq 125 ]
-  [[ "$output" == *"is not a codemode audit log"* ]]
+  [[ "$stderr" == *"is not a codemode audit log"* ]]
   [ "$(cat "$AUDIT")" = precious ]
   [ ! -e "$ROOT/$CID" ]
 }
