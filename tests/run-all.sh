@@ -195,6 +195,13 @@ check_leaks() {
     found=1
     rmdir "$d" 2>/dev/null
   done < <(find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name "*cm-test-$CM_RUN_TAG-*" 2>/dev/null | sort -r)
+  # The egress suite's test internet (tests/egress/lab.bash names its namespaces cm-eg-<tag>…).
+  while read -r d; do
+    [ -n "$d" ] || continue
+    leak "network namespace left behind: $d"
+    found=1
+    ip netns del "$d" 2>/dev/null
+  done < <(ip netns list 2>/dev/null | awk -v t="cm-eg-$CM_RUN_TAG" 'index($1, t) == 1 { print $1 }')
   [ "$found" -eq 0 ] && echo "# nothing left behind"
 }
 

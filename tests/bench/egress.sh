@@ -42,6 +42,7 @@ done
 work=$(mktemp -d /tmp/codemode-bench-egress.XXXXXX)
 cleanup() {
   local d
+  set +e # clean up as much as possible, whatever fails (a false test must not skip lab_down)
   for d in "$work"/state/*/; do [ -d "$d" ] && "$CODEMODE" --root "$work/state" delete --force "$(basename "$d")" 2>/dev/null; done
   lab_down
   rm -rf "$work"
