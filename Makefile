@@ -8,6 +8,7 @@ PREFIX    ?= /usr/local
 BINDIR    ?= $(PREFIX)/bin
 MANDIR    ?= $(PREFIX)/share/man
 DATADIR   ?= $(PREFIX)/share/codemode
+LIBEXECDIR ?= $(PREFIX)/libexec/codemode
 VERSION   := 0.1.0
 
 CC        ?= cc
@@ -45,6 +46,7 @@ WERROR    ?= -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra $(WERROR) -Wno-unused-parameter -fno-strict-aliasing \
              -D_GNU_SOURCE -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" -DCODEMODE_BINDIR=\"$(BINDIR)\" \
+             -DCODEMODE_LIBEXECDIR=\"$(LIBEXECDIR)\" \
              -iquote src $(PKG_CFLAGS)
 LDLIBS    += $(DEP_LIBS)
 ifneq ($(SANITIZE),)
@@ -67,7 +69,7 @@ CLI_OBJS  := $(CLI_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image
+all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image $(B)/codemode-broker $(B)/codemode-broker-tls.so
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -97,6 +99,30 @@ $(IMAGE_OBJS): CFLAGS += $(shell pkg-config --cflags $(IMAGE_PKGS))
 $(B)/codemode-image: $(IMAGE_OBJS) $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) -o $@ $(IMAGE_OBJS) $(B)/libcodemode.a $(LDLIBS) $(shell pkg-config --libs $(IMAGE_PKGS))
 
+# codemode-broker (issue 16): the per-container egress broker, started by create only when an
+# allowlist is active, never on the plain start path. A separate dynamic binary: it links what
+# only it needs, c-ares (async DNS) and libmnl (netlink). The TLS interceptor (OpenSSL: the
+# per-run CA, secrets substituted for a bound host) is codemode-broker-tls.so, loaded only by a
+# broker that has a secret to substitute: libssl and libcrypto were most of every broker's
+# loader time (measured, issue 16). It calls back into the broker for the four symbols exported.
+BROKER_SRCS := $(sort $(filter-out %/intercept.c,$(wildcard src/supervisor/broker/*.c)))
+BROKER_OBJS := $(BROKER_SRCS:%.c=$(B)/%.o)
+BROKER_LIBS := -lcares -lmnl -lpthread
+BROKER_EXPORTS := -Wl,--export-dynamic-symbol=audit_write -Wl,--export-dynamic-symbol=now_mono \
+                  -Wl,--export-dynamic-symbol=proto_substitute_header -Wl,--export-dynamic-symbol=egress_host_matches
+$(B)/libbroker.a: $(filter-out %/main.o,$(BROKER_OBJS))
+	@rm -f $@
+	@echo "  AR      $@"
+	@ar rcs $@ $^
+$(B)/codemode-broker: $(B)/src/supervisor/broker/main.o $(B)/libbroker.a $(B)/libcodemode.a
+	$(CC) $(LDFLAGS) $(BROKER_EXPORTS) -o $@ $^ $(LDLIBS) $(BROKER_LIBS)
+$(B)/src/supervisor/broker/intercept.pic.o: src/supervisor/broker/intercept.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (PIC)"
+	@$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+$(B)/codemode-broker-tls.so: $(B)/src/supervisor/broker/intercept.pic.o
+	$(CC) $(LDFLAGS) -shared -o $@ $< -lssl -lcrypto -lpthread
+
 # The same objects linked against the shared glibc, for the valgrind suite: memcheck replaces
 # malloc through the loader, which a static binary does not have. `make check` builds it.
 $(B)/codemode-dynamic: $(CLI_OBJS) $(B)/libcodemode.a
@@ -123,6 +149,10 @@ $(B)/src/supervisor/run_init.o: build/codemode-init
 # The seccomp profiles are built into the binary (.incbin): rebuild when one changes.
 $(B)/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)
 
+$(B)/tests/test_broker_%: tests/unit/test_broker_%.c $(B)/libbroker.a $(B)/libcodemode.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -Itests/unit -o $@ $< $(B)/libbroker.a $(B)/libcodemode.a $(LDLIBS) $(BROKER_LIBS) -lcmocka
+
 $(B)/tests/%: tests/unit/%.c $(B)/libcodemode.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests/unit -o $@ $< $(B)/libcodemode.a $(LDLIBS) -lcmocka
@@ -147,6 +177,8 @@ install: all
 	install -D -m 0755 $(B)/codemode $(DESTDIR)$(BINDIR)/codemode
 	install -D -m 0755 $(B)/codemode-run $(DESTDIR)$(BINDIR)/codemode-run
 	install -D -m 0755 $(B)/codemode-image $(DESTDIR)$(BINDIR)/codemode-image
+	install -D -m 0755 $(B)/codemode-broker $(DESTDIR)$(LIBEXECDIR)/codemode-broker
+	install -D -m 0644 $(B)/codemode-broker-tls.so $(DESTDIR)$(LIBEXECDIR)/codemode-broker-tls.so
 	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; \
 	  s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 	@for p in seccomp-profiles/*.json; do [ -e "$$p" ] || continue; \
@@ -213,6 +245,7 @@ bench: all $(B)/tests/landlock_cost
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) BENCH_LANDLOCK_COST=$(abspath $(B)/tests/landlock_cost) \
 	  tests/bench/run.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/mcp.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/egress.sh
 
 # What Landlock adds to an mcp start, step by step (issue 18): run.sh reports it.
 $(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a

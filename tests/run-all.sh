@@ -4,7 +4,7 @@
 #   1. unit        the cmocka binaries given as arguments
 #   2. integration bats --tap tests/integration   (needs $CODEMODE, default build/codemode)
 #   3. security    bats --tap tests/security
-#   4. extra       tests/<suite>/run.sh for docker, containerd, mcp, vm, stress, valgrind when
+#   4. extra       tests/<suite>/run.sh for docker, containerd, mcp, egress, vm, stress, valgrind when
 #                  present: TAP on stdout, exit 77 = "cannot run here" (its last stderr line says
 #                  why); stress runs small here (CM_STRESS_N=8 CM_STRESS_R=3; `make stress` is big)
 #   5. leaks       no mount under the run's temp dir, no process carrying the run's token, no
@@ -29,7 +29,7 @@ repo=$(cd "$here/.." && pwd)
 : "${CODEMODE:=$repo/build/codemode}"
 case $CODEMODE in /*) ;; *) CODEMODE=$PWD/$CODEMODE ;; esac
 export CODEMODE
-suites=${CM_SUITES:-unit integration security docker containerd mcp vm stress valgrind}
+suites=${CM_SUITES:-unit integration security docker containerd mcp egress vm stress valgrind}
 export CM_STRESS_N=${CM_STRESS_N:-8} CM_STRESS_R=${CM_STRESS_R:-3}
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -195,6 +195,13 @@ check_leaks() {
     found=1
     rmdir "$d" 2>/dev/null
   done < <(find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name "*cm-test-$CM_RUN_TAG-*" 2>/dev/null | sort -r)
+  # The egress suite's test internet (tests/egress/lab.bash names its namespaces cm-eg-<tag>…).
+  while read -r d; do
+    [ -n "$d" ] || continue
+    leak "network namespace left behind: $d"
+    found=1
+    ip netns del "$d" 2>/dev/null
+  done < <(ip netns list 2>/dev/null | awk -v t="cm-eg-$CM_RUN_TAG" 'index($1, t) == 1 { print $1 }')
   [ "$found" -eq 0 ] && echo "# nothing left behind"
 }
 

@@ -6,9 +6,18 @@
 #include "runtime/runtime.h"
 #include "util/error.h"
 
+#include "policy/egress.h"
+#include "runtime/egress.h"
+
 struct cli_globals {
   struct runtime_context ctx;
   const char *profile; /* --profile NAME, or NULL */
+  /* The egress allowlist (issue 16), global so that a registered runtime's runtimeArgs carry it
+   * to every call the shim makes: --allow-host, --allow-cidr, --deny-host, --deny-cidr. */
+  struct egress_flags egress;
+  const char *dns_upstream; /* --dns-upstream */
+  const char *audit_log;    /* --audit-log */
+  bool explain_only;        /* `policy explain`: nothing is started, no log opened */
 };
 
 /* A config loaded and tightened by the effective profile (--profile, run.codemode.profile). */
@@ -16,6 +25,7 @@ struct cli_globals {
 struct cli_policy {
   struct spec *spec;
   struct policy_result result;
+  struct egress_config egress; /* what create's broker gets, when result.egress is active */
 };
 /* Load o's config, apply the profile (changes logged with --debug), point o->spec and
  * o->stacked_seccomp at the result. Free with cli_policy_free after the runtime call. */

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "linux/exec_trampoline.h"
+#include "spec/json_util.h"
 #include "util/log.h"
 
 static const char usage[] =
@@ -44,6 +45,13 @@ static const char usage[] =
     "  --cgroup-manager cgroupfs|systemd|disabled\n"
     "  --profile NAME            hardening profile: default, mcp, mcp-audit (codemode-profiles(5));\n"
     "                            `codemode policy explain` shows what it changes\n"
+    "  --allow-host HOST[:PORT]  egress allowlist (repeatable): the container may reach HOST\n"
+    "                            (port 443 by default; *.DOMAIN: its subdomains) through a\n"
+    "                            per-container broker; nothing allowed: loopback only\n"
+    "  --allow-cidr CIDR:PORT    ... and addresses of CIDR on PORT\n"
+    "  --deny-host HOST[:PORT], --deny-cidr CIDR[:PORT]   refused even when allowed\n"
+    "  --dns-upstream IP[:PORT]  the resolver the broker asks (default: the host's)\n"
+    "  --audit-log FILE          the broker's decisions, JSON Lines (codemode-profiles(5))\n"
     "  -v, --version             print the version\n"
     "  -h, --help                this help; COMMAND --help for a command's\n";
 
@@ -102,7 +110,23 @@ int main(int argc, char **argv) {
   const char *log_path = NULL;
   enum cm_log_format log_format = CM_LOG_TEXT;
   bool debug = false;
-  enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD, OPT_CGMGR, OPT_ROOTLESS, OPT_CRIU, OPT_PROFILE };
+  enum {
+    OPT_ROOT = 256,
+    OPT_LOG,
+    OPT_LOG_FORMAT,
+    OPT_DEBUG,
+    OPT_SYSTEMD,
+    OPT_CGMGR,
+    OPT_ROOTLESS,
+    OPT_CRIU,
+    OPT_PROFILE,
+    OPT_ALLOW_HOST,
+    OPT_ALLOW_CIDR,
+    OPT_DENY_HOST,
+    OPT_DENY_CIDR,
+    OPT_DNS_UPSTREAM,
+    OPT_AUDIT_LOG
+  };
   static const struct option opts[] = {
       {"root", required_argument, NULL, OPT_ROOT},
       {"log", required_argument, NULL, OPT_LOG},
@@ -113,6 +137,12 @@ int main(int argc, char **argv) {
       {"rootless", required_argument, NULL, OPT_ROOTLESS}, /* runc's; accepted, only "auto"/"false" mean anything */
       {"criu", required_argument, NULL, OPT_CRIU},         /* runc's; accepted and ignored (no checkpointing) */
       {"profile", required_argument, NULL, OPT_PROFILE},
+      {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
+      {"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
+      {"deny-host", required_argument, NULL, OPT_DENY_HOST},
+      {"deny-cidr", required_argument, NULL, OPT_DENY_CIDR},
+      {"dns-upstream", required_argument, NULL, OPT_DNS_UPSTREAM},
+      {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
       {"version", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -161,6 +191,12 @@ int main(int argc, char **argv) {
       g.profile = optarg;
       break;
     }
+    case OPT_ALLOW_HOST: spec_strv_push(&g.egress.allow_host, optarg); break;
+    case OPT_ALLOW_CIDR: spec_strv_push(&g.egress.allow_cidr, optarg); break;
+    case OPT_DENY_HOST: spec_strv_push(&g.egress.deny_host, optarg); break;
+    case OPT_DENY_CIDR: spec_strv_push(&g.egress.deny_cidr, optarg); break;
+    case OPT_DNS_UPSTREAM: g.dns_upstream = optarg; break;
+    case OPT_AUDIT_LOG: g.audit_log = optarg; break;
     case 'v': print_version(); return 0;
     case 'h': fputs(usage, stdout); return 0;
     default:

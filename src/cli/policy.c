@@ -9,12 +9,15 @@
 
 #include "cli/cli.h"
 #include "policy/profile.h"
+#include "spec/json_util.h"
+#include "supervisor/egress_setup.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
 int cli_policy_prepare(const struct cli_globals *g, struct create_options *o, struct cli_policy *out,
                        struct cm_error **err) {
   memset(out, 0, sizeof(*out));
+  out->egress.audit_fd = -1;
   cleanup_free char *cfg = NULL;
   const char *bundle = o->bundle ? o->bundle : ".";
   const char *path = o->config_path;
@@ -34,21 +37,49 @@ int cli_policy_prepare(const struct cli_globals *g, struct create_options *o, st
     cm_error_set(err, errno, "--bundle %s", bundle);
     goto fail;
   }
-  if (policy_apply(out->spec, p, abs_bundle, &out->result, err) < 0)
+  if (policy_apply(out->spec, p, abs_bundle, &out->result, err) < 0 ||
+      policy_apply_egress(out->spec, &g->egress, &out->result, err) < 0)
     goto fail;
   for (size_t i = 0; i < out->result.report.count; i++)
     cm_debug("profile %s: %s", policy_profile_name(p), out->result.report.lines[i]);
   o->spec = out->spec;
   o->stacked_seccomp = out->result.stacked_seccomp.present ? &out->result.stacked_seccomp : NULL;
   o->landlock = out->result.landlock.present ? &out->result.landlock : NULL;
+  if (egress_policy_active(&out->result.egress) && !g->explain_only) {
+    const char *audit = g->audit_log;
+    const char *annotated = spec_kv_get(&out->spec->annotations, EGRESS_AUDIT_ANNOTATION);
+    if (annotated && audit == NULL) {
+      /* Where a root process appends is the runtime's call, not the config's: under a hardening
+       * profile a hostile config must not name a file for us to create. */
+      if (p != POLICY_PROFILE_DEFAULT) {
+        cm_error_set(err, EPERM,
+                     "config.json: .annotations[\"%s\"]: under profile %s the audit log is set by the runtime's "
+                     "own --audit-log only",
+                     EGRESS_AUDIT_ANNOTATION, policy_profile_name(p));
+        goto fail;
+      }
+      if (annotated[0] != '/') {
+        cm_error_set(err, 0, "config.json: .annotations[\"%s\"]: \"%s\" must be an absolute path",
+                     EGRESS_AUDIT_ANNOTATION, annotated);
+        goto fail;
+      }
+      audit = annotated;
+    }
+    struct egress_setup_options eo = {.dns_upstream = g->dns_upstream, .audit_log = audit};
+    if (egress_setup_build(&out->result.egress, &eo, &out->egress, err) < 0)
+      goto fail;
+    o->egress = &out->egress;
+  }
   return 0;
 fail:
+  policy_result_free(&out->result);
   spec_free(out->spec);
   out->spec = NULL;
   return -1;
 }
 
 void cli_policy_free(struct cli_policy *p) {
+  egress_setup_free(&p->egress);
   policy_result_free(&p->result);
   spec_free(p->spec);
   p->spec = NULL;
@@ -102,6 +133,7 @@ int cmd_policy(struct cli_globals *g, int argc, char **argv) {
     return cli_usage_error("policy", "unexpected argument \"%s\"", argv[optind]);
   struct cli_policy p;
   struct cm_error *err = NULL;
+  g->explain_only = true;
   if (cli_policy_prepare(g, &o, &p, &err) < 0)
     return cli_fail(err);
   printf("profile: %s\n", policy_profile_name(p.result.profile));

@@ -59,13 +59,27 @@ static const char usage[] =
     "                          (default /state), made if missing: writes there survive\n"
     "  --deny PATH             no access at or beneath PATH in the container (repeatable),\n"
     "                          enforced by Landlock even inside an allowed mount\n"
-    "  --env K=V               set an environment variable (repeatable)\n"
+    "  --env K=V | --env K     set an environment variable, or pass K from codemode-run's\n"
+    "                          environment (an mcpServers entry's env block); repeatable\n"
     "  --cwd DIR               working directory in the container\n"
     "  --memory SIZE           memory limit (e.g. 256m, 1g)\n"
     "  --pids N                process limit\n"
     "  --cpus N                CPU limit (e.g. 0.5)\n"
     "  --net none|host         none: a new network namespace with only lo, up (default);\n"
     "                          host: the host's (refused by the mcp profiles)\n"
+    "  --allow-host HOST[:PORT] let the container reach HOST (default port 443; *.DOMAIN for\n"
+    "                          its subdomains); repeatable. Nothing allowed: loopback only\n"
+    "  --allow-cidr CIDR:PORT  let it reach addresses of CIDR on PORT (non-HTTP services)\n"
+    "  --deny-host HOST[:PORT], --deny-cidr CIDR[:PORT]  refuse these even if allowed\n"
+    "  --dns-upstream IP[:PORT] the resolver the egress broker asks (default: the host's)\n"
+    "  --audit-log FILE        one JSON line per egress decision (codemode-profiles(5))\n"
+    "  --secret NAME=@FILE | --secret NAME\n"
+    "                          put a secret in $NAME, read from FILE or from NAME in\n"
+    "                          codemode-run's environment (never from the command line)\n"
+    "  --secret-host NAME=HOST[,HEADER]\n"
+    "                          keep secret NAME from the server: $NAME is the placeholder\n"
+    "                          CODEMODE_SECRET_NAME, replaced by the broker in the\n"
+    "                          Authorization (or HEADER) header of HTTPS requests to HOST\n"
     "  --id ID                 container id (default codemode-run-PID)\n"
     "  --root DIR              state directory (default /run/codemode)\n"
     "  --debug                 debug log on stderr (with each change the profile makes)\n"
@@ -143,7 +157,15 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     O_NET,
     O_ID,
     O_ROOT,
-    O_DEBUG
+    O_DEBUG,
+    O_ALLOW_HOST,
+    O_ALLOW_CIDR,
+    O_DENY_HOST,
+    O_DENY_CIDR,
+    O_DNS_UPSTREAM,
+    O_AUDIT_LOG,
+    O_SECRET,
+    O_SECRET_HOST
   };
   static const struct option opts[] = {
       {"profile", required_argument, NULL, O_PROFILE},
@@ -173,6 +195,14 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       {"id", required_argument, NULL, O_ID},
       {"root", required_argument, NULL, O_ROOT},
       {"debug", no_argument, NULL, O_DEBUG},
+      {"allow-host", required_argument, NULL, O_ALLOW_HOST},
+      {"allow-cidr", required_argument, NULL, O_ALLOW_CIDR},
+      {"deny-host", required_argument, NULL, O_DENY_HOST},
+      {"deny-cidr", required_argument, NULL, O_DENY_CIDR},
+      {"dns-upstream", required_argument, NULL, O_DNS_UPSTREAM},
+      {"audit-log", required_argument, NULL, O_AUDIT_LOG},
+      {"secret", required_argument, NULL, O_SECRET},
+      {"secret-host", required_argument, NULL, O_SECRET_HOST},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'v'},
       {NULL, 0, NULL, 0},
@@ -212,10 +242,18 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       spec_strv_push(&o->deny, optarg);
       break;
     case O_ENV:
-      if (strchr(optarg, '=') == NULL || optarg[0] == '=')
-        die_usage("--env: \"%s\" is not K=V", optarg);
+      if (optarg[0] == '=' || optarg[0] == '\0')
+        die_usage("--env: \"%s\" is not K=V or K", optarg);
       spec_strv_push(&o->env, optarg);
       break;
+    case O_ALLOW_HOST: spec_strv_push(&o->egress.allow_host, optarg); break;
+    case O_ALLOW_CIDR: spec_strv_push(&o->egress.allow_cidr, optarg); break;
+    case O_DENY_HOST: spec_strv_push(&o->egress.deny_host, optarg); break;
+    case O_DENY_CIDR: spec_strv_push(&o->egress.deny_cidr, optarg); break;
+    case O_DNS_UPSTREAM: o->dns_upstream = optarg; break;
+    case O_AUDIT_LOG: o->audit_log = optarg; break;
+    case O_SECRET: spec_strv_push(&o->secrets, optarg); break;
+    case O_SECRET_HOST: spec_strv_push(&o->secret_hosts, optarg); break;
     case O_CWD:
       if (optarg[0] != '/')
         die_usage("--cwd: \"%s\" must be absolute", optarg);

@@ -152,9 +152,44 @@ void policy_report_free(struct policy_report *r) {
   memset(r, 0, sizeof(*r));
 }
 
+static void report_line(void *arg, const char *text) { policy_report_add(arg, "%s", text); }
+
+int policy_apply_egress(struct spec *s, const struct egress_flags *flags, struct policy_result *out,
+                        struct cm_error **err) {
+  if (egress_policy_build(flags, s, out->profile != POLICY_PROFILE_DEFAULT, &out->egress, err) < 0)
+    return -1;
+  if (!egress_policy_active(&out->egress)) {
+    egress_policy_explain(&out->egress, report_line, &out->report);
+    return 0;
+  }
+  const struct spec_namespace *net = &s->linux_.namespaces[SPEC_NS_NETWORK];
+  /* The broker serves a namespace of the container's own; the host's has real interfaces that
+   * would bypass it. (A joined one is checked for interfaces other than lo when it starts.) */
+  if (!net->present) {
+    egress_policy_free(&out->egress);
+    return cm_error_set(err, 0,
+                        "--allow-host/--allow-cidr: the container shares the host's network namespace; an egress "
+                        "allowlist needs its own (linux.namespaces: network; codemode-run --net none)");
+  }
+  egress_policy_explain(&out->egress, report_line, &out->report);
+  /* Where the kernel has Landlock ABI >= 4 (the hardening profiles' layer), TCP connect is
+   * limited to the broker's ports as well: a connect anywhere else fails with EACCES even if
+   * the capture routes were removed. */
+  if (out->landlock.present) {
+    uint16_t ports[EGRESS_MAX_PORTS];
+    struct policy_landlock_tcp tcp = {.connect = ports, .n_connect = egress_tcp_ports(&out->egress, ports, EGRESS_MAX_PORTS)};
+    if (policy_landlock_restrict_tcp(out, &tcp, err) < 0) {
+      egress_policy_free(&out->egress);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 void policy_result_free(struct policy_result *r) {
   if (r == NULL)
     return;
+  egress_policy_free(&r->egress);
   spec_seccomp_clear(&r->stacked_seccomp);
   spec_landlock_clear(&r->landlock);
   for (size_t i = 0; i < r->report.count; i++)

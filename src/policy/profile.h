@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "policy/egress.h"
 #include "spec/landlock_config.h"
 #include "spec/spec.h"
 #include "util/error.h"
@@ -49,12 +50,20 @@ struct policy_result {
    * run.codemode.landlock layer stays in spec.landlock and is enforced on top. */
   struct spec_landlock landlock;
   struct policy_report report;
+  /* The egress allowlist (policy_apply_egress; empty: loopback only). egress_tcp_ports() of it
+   * is the list of ports the container may connect to. */
+  struct egress_policy egress;
 };
 
 /* Tighten s in place. `bundle` (absolute) resolves relative bind sources. */
 int policy_apply(struct spec *s, enum policy_profile p, const char *bundle, struct policy_result *out,
                  struct cm_error **err);
 void policy_result_free(struct policy_result *r);
+/* After policy_apply: the effective egress allowlist of the command line's flags and the
+ * run.codemode.net.allow annotation (policy/egress.h) into out->egress, its lines added to the
+ * report. An active allowlist needs the container's own network namespace. */
+int policy_apply_egress(struct spec *s, const struct egress_flags *flags, struct policy_result *out,
+                        struct cm_error **err);
 
 /* exec: a process started later in a container gets no more than its init got. `recorded` is
  * the profile recorded at create (the run.codemode.profile annotation of the container's state;
@@ -81,7 +90,7 @@ void policy_landlock_add_mount(struct policy_result *r, const struct spec_mount 
 
 /* The egress allowlist (issue 16) passes the TCP ports of its broker here: where the kernel has
  * Landlock ABI >= 4, the profile's layer then allows connect(2) only to `connect` and bind(2)
- * only to `bind` (none: no TCP bind at all). Without this call no TCP right is handled: the
+ * only to `bind` (none: no TCP bind at all; bind NULL: bind not restricted). Without this call no TCP right is handled: the
  * container's network namespace has only lo, and port rules cannot tell loopback from the
  * world, so they would only break a server talking to itself. Needs the profile's layer. */
 struct policy_landlock_tcp {

@@ -138,7 +138,8 @@ int policy_landlock_restrict_tcp(struct policy_result *r, const struct policy_la
   if (!l->present)
     return cm_error_set(err, 0,
                         "landlock: TCP ports need the profile's Landlock layer (profile mcp or mcp-audit)");
-  l->handled[SPEC_LANDLOCK_NET] |= LL_NET_CONNECT_TCP | LL_NET_BIND_TCP;
+  /* bind NULL: bind(2) stays unrestricted (the egress broker needs only connect limited). */
+  l->handled[SPEC_LANDLOCK_NET] |= LL_NET_CONNECT_TCP | (tcp->bind ? LL_NET_BIND_TCP : 0);
   for (size_t i = 0; i < tcp->n_connect; i++)
     spec_landlock_add_port(l, tcp->connect[i], LL_NET_CONNECT_TCP);
   for (size_t i = 0; i < tcp->n_bind; i++)

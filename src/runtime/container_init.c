@@ -15,6 +15,7 @@
 
 #include "linux/caps.h"
 #include "linux/console.h"
+#include "linux/egress_sockets.h"
 #include "linux/exec_trampoline.h"
 #include "linux/fds.h"
 #include "linux/namespaces.h"
@@ -24,6 +25,7 @@
 #include "linux/security_attrs.h"
 #include "linux/sysctl.h"
 #include "linux/user.h"
+#include "runtime/egress.h"
 #include "runtime/hooks.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
@@ -278,6 +280,11 @@ static void container_init(const struct init_config *c, bool oom_set) {
 
   /* The runtime answers our SYNC_INIT_PID (sent by stage1) with our host pid. */
   pid_t host_pid = (pid_t)expect(sync_fd, SYNC_INIT_PID);
+  /* First, so the broker can start serving while we build the rootfs. */
+  if (c->n_egress_tcp_ports &&
+      egress_sockets_send(sync_fd, c->egress_tcp_ports, c->n_egress_tcp_ports, EGRESS_PROXY_PORT, EGRESS_SOCKS5_PORT,
+                          &err) < 0)
+    fail(sync_fd, err);
 
   const struct spec_namespace *mntns = &s->linux_.namespaces[SPEC_NS_MOUNT];
   bool build_rootfs = mntns->present && mntns->path == NULL;

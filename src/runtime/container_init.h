@@ -39,6 +39,11 @@ struct init_config {
    * just before the filters; n_landlock 0: none. */
   const struct spec_landlock *landlock;
   size_t n_landlock;
+  /* An egress allowlist is active: make the broker's sockets (linux/egress_sockets.h) for these
+   * TCP ports (the proxies' and the transparent ones) and send them over sync_fd first thing.
+   * The same list is what the container may connect to (Landlock, issue 18). n = 0: none. */
+  const uint16_t *egress_tcp_ports;
+  size_t n_egress_tcp_ports;
 };
 
 /* Shared with exec (runtime/exec_process.c), both run inside the container's root:

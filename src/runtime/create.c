@@ -26,6 +26,7 @@
 #include "linux/selfclone.h"
 #include "linux/sysctl.h"
 #include "runtime/container_init.h"
+#include "runtime/egress.h"
 #include "runtime/hooks.h"
 #include "runtime/runtime.h"
 #include "runtime/state.h"
@@ -121,6 +122,7 @@ struct create_run {
   bool loopback_by_runtime;       /* init_config.loopback_by_runtime */
   pid_t stage1, init;
   int console_master;
+  struct egress_broker broker; /* pid -1: no allowlist */
 };
 
 /* CODEMODE_TEST_PAUSE_AT=<point>: tests/integration/crash_recovery.bats stops create here
@@ -314,12 +316,30 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
       if (rc < 0 || sync_send(r->sock, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, -1, err) < 0)
         return -1;
       break;
+    case SYNC_EGRESS_SOCKET:
+      /* Each of init's sockets to the broker as it comes; after the last, init's pidfd: the
+       * broker adds its routes while init goes on with the rootfs. */
+      if (r->broker.pid <= 0)
+        rc = cm_error_set(err, EPROTO, "sync: an egress socket without a broker");
+      else if (EGRESS_SOCK_ROLE(m.value) == EGRESS_SOCK_END)
+        rc = egress_broker_start(&r->broker, r->init, err);
+      else
+        rc = fd >= 0 ? egress_broker_give_socket(&r->broker, m.value, fd, err)
+                     : cm_error_set(err, EPROTO, "sync: an egress socket message without its socket");
+      if (fd >= 0)
+        close(fd);
+      if (rc < 0)
+        return -1;
+      break;
     case SYNC_READY:
       if (loopback_err) {
         *err = loopback_err;
         loopback_err = NULL;
         return -1;
       }
+      /* The capture routes are in place before anything of the user's can run. */
+      if (r->broker.pid > 0 && egress_broker_wait_ready(&r->broker, err) < 0)
+        return -1;
       return 0;
     default:
       if (fd >= 0)
@@ -331,6 +351,8 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
 
 static void teardown(struct create_run *r) {
   struct cm_error *ignored = NULL;
+  if (r->broker.pid > 0)
+    egress_broker_abort(&r->broker);
   if (r->stage1 > 0) {
     kill(r->stage1, SIGKILL);
     waitpid(r->stage1, NULL, 0);
@@ -372,7 +394,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
       return -1;
   }
   struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1, .progress = {-1},
-                         .console_master = -1};
+                         .console_master = -1, .broker = {.pid = -1, .ctl = -1}};
   struct seccomp_program seccomp = {0}, seccomp_stacked = {0};
   bool has_seccomp = false, has_stacked = false;
   struct spec_landlock landlock[2];
@@ -429,6 +451,16 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     annotations = annotations_with_landlock(s, r.landlock_abi, landlock_abi_text, sizeof(landlock_abi_text),
                                             &r.st.annotations);
   test_pause_at("state-dir");
+  /* An allowlist: the container's config gets the proxy variables, the stub's resolv.conf and
+   * (secrets bound to hosts) the per-run CA, which the broker must make first: then it starts
+   * now, otherwise just after init (its exec overlapping init's mounts). */
+  if (opts->egress) {
+    struct spec *ms = loaded ? loaded : opts->spec;
+    cleanup_free char *dir = state_dir_path(ctx->root, opts->id);
+    if ((opts->egress->n_secrets && egress_broker_spawn(opts->egress, opts->id, !opts->foreground, &r.broker, err) < 0) ||
+        egress_prepare_container(ms, r.dirfd, dir, r.st.rootfs, r.broker.ca_pem, err) < 0)
+      goto fail;
+  }
 
   /* `run` starts at once over the sync socket: no fifo (one file fewer to create on /run). */
   if (!opts->start_at_once) {
@@ -522,6 +554,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
         .landlock = landlock,
         .n_landlock = n_landlock,
+        .egress_tcp_ports = opts->egress ? opts->egress->tcp_ports : NULL,
+        .n_egress_tcp_ports = opts->egress ? opts->egress->n_tcp_ports : 0,
     };
     if (direct)
       container_init_direct(&ic);
@@ -532,6 +566,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (r.fifo_fd >= 0)
     close(r.fifo_fd);
   r.fifo_fd = -1;
+  if (opts->egress && r.broker.pid < 0 && egress_broker_spawn(opts->egress, opts->id, !opts->foreground, &r.broker, err) < 0)
+    goto fail;
   if (record_progress(&r, child, err) < 0)
     goto fail;
   test_pause_at("fork");
@@ -543,6 +579,10 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
 
   if (r.st.pid_start_time == 0)
     r.st.pid_start_time = proc_pid_start_time(r.init);
+  /* The broker first: named in the state dir before the container is (a create killed between
+   * the two leaves a broker that dies with init, never one nobody knows of). */
+  if (r.broker.pid > 0 && egress_broker_commit(&r.broker, r.dirfd, err) < 0)
+    goto fail;
   if (state_progress_commit(r.dirfd, &r.progress, &r.st, err) < 0)
     goto fail;
   test_pause_at("state");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "runtime/container.h"
+#include "runtime/egress.h"
 #include "runtime/hooks.h"
 #include "runtime/runtime.h"
 #include "runtime/state.h"
@@ -213,6 +214,13 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
       cm_error_set(err, 0, "container \"%s\" did not die after SIGKILL", id);
       goto out;
     }
+  }
+  /* The egress broker goes with its container (it would anyway, on init's exit: this makes
+   * sure, and waits for it). */
+  {
+    struct cm_error *ignored = NULL;
+    egress_supervisor_stop(o.dirfd, &ignored);
+    cm_error_freep(&ignored);
   }
   if (o.cgroup && cgroup_destroy(o.cgroup, err) < 0)
     goto out;

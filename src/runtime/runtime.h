@@ -9,6 +9,8 @@
 #include "spec/spec.h"
 #include "util/error.h"
 
+struct egress_config;
+
 struct runtime_context {
   const char *root; /* state root, default /run/codemode */
   enum cgroup_manager cgroup_manager;
@@ -40,6 +42,9 @@ struct create_options {
   /* The caller has already made things a re-exec would leak or repeat (codemode-run), so create
    * must not re-exec from the sealed copy (linux/selfclone.h): the caller decided that first. */
   bool no_reexec;
+  /* An egress allowlist (runtime/egress.h): a broker serves the container's network namespace.
+   * NULL: loopback only. */
+  const struct egress_config *egress;
 };
 
 /* The result of a create the caller keeps for run. */

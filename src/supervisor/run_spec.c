@@ -151,8 +151,21 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
     for (int i = 0; i < o->n_cmd; i++)
       spec_strv_push(&p->args, o->cmd[i]);
   }
-  for (size_t i = 0; i < o->env.count; i++)
-    replace_env(&p->env, o->env.items[i]);
+  for (size_t i = 0; i < o->env.count; i++) {
+    const char *kv = o->env.items[i];
+    if (strchr(kv, '=') == NULL) {
+      /* --env NAME: the caller's own value, as `docker run -e NAME` does; not set: nothing. */
+      const char *v = getenv(kv);
+      if (v == NULL)
+        continue;
+      cleanup_free char *pass = NULL;
+      if (asprintf(&pass, "%s=%s", kv, v) < 0)
+        abort();
+      replace_env(&p->env, pass);
+      continue;
+    }
+    replace_env(&p->env, kv);
+  }
   if (o->cwd) {
     free(p->cwd);
     p->cwd = xstrdup(o->cwd);

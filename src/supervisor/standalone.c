@@ -19,6 +19,7 @@
 #include "linux/selfclone.h"
 #include "policy/profile.h"
 #include "runtime/state.h"
+#include "supervisor/egress_setup.h"
 #include "supervisor/supervisor.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -65,6 +66,8 @@ int supervisor_run_standalone(struct run_options *o) {
   struct spec *s = NULL;
   struct policy_result pol = {0};
   struct run_image image = {.lock_fd = -1};
+  struct run_secrets secrets = {0};
+  struct egress_config egress = {.audit_fd = -1};
   char bundle[PATH_MAX];
 
   if (container_id_validate(o->id, &err) < 0)
@@ -113,11 +116,15 @@ int supervisor_run_standalone(struct run_options *o) {
     goto out_err;
   enum policy_profile profile;
   if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
-      policy_apply(s, profile, bundle, &pol, &err) < 0)
+      policy_apply(s, profile, bundle, &pol, &err) < 0 || policy_apply_egress(s, &o->egress, &pol, &err) < 0)
     goto out_err;
   /* Writes land in the throwaway upper layer: the rootfs on disk stays as it was. */
   if (o->ephemeral)
     policy_root_made_writable(s, &pol, "--ephemeral");
+  if (o->dns_upstream && !egress_policy_active(&pol.egress)) {
+    cm_error_set(&err, 0, "--dns-upstream: nothing is allowed (no --allow-host/--allow-cidr): no broker resolves");
+    goto out_err;
+  }
   for (size_t i = 0; i < pol.report.count; i++) {
     const char *line = pol.report.lines[i];
     cm_debug("profile %s: %s", policy_profile_name(profile), line);
@@ -154,6 +161,23 @@ int supervisor_run_standalone(struct run_options *o) {
       policy_landlock_add_mount(&pol, &s->mounts[i]);
   if (run_spec_check_process(s, o, bundle, &err) < 0)
     goto out_err;
+  if (run_secrets_apply(o, s, &secrets, &err) < 0)
+    goto out_err;
+  if (secrets.n_bound && !egress_policy_active(&pol.egress)) {
+    cm_error_set(&err, 0, "--secret-host: the container may reach no host (add --allow-host)");
+    goto out_err;
+  }
+  if (egress_policy_active(&pol.egress)) {
+    struct egress_setup_options eo = {.dns_upstream = o->dns_upstream,
+                                      .audit_log = o->audit_log,
+                                      .secrets = secrets.bound,
+                                      .n_secrets = secrets.n_bound};
+    if (egress_setup_build(&pol.egress, &eo, &egress, &err) < 0)
+      goto out_err;
+  } else if (o->audit_log) {
+    cm_error_set(&err, 0, "--audit-log: nothing is allowed (no --allow-host/--allow-cidr): there are no decisions to log");
+    goto out_err;
+  }
   /* An image's rootfs in the store is shared by every run: never written, so always under a
    * throwaway upper layer (even a container that could remount its root writable writes only
    * there). The root stays as read-only as the profile made it unless --ephemeral. */
@@ -203,7 +227,8 @@ int supervisor_run_standalone(struct run_options *o) {
                               .spec = s,
                               .no_reexec = true,
                               .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL,
-                              .landlock = pol.landlock.present ? &pol.landlock : NULL};
+                              .landlock = pol.landlock.present ? &pol.landlock : NULL,
+                              .egress = egress_policy_active(&pol.egress) ? &egress : NULL};
   struct created_container cc = {.pid = -1, .console_master = -1, .start_sock = -1};
   int created = runtime_create(&ctx, &co, &cc, &err);
   supervise_restore_stdio(saved);
@@ -262,6 +287,8 @@ out:
     spec_free(s);
   run_image_release(&image);
   policy_result_free(&pol);
+  egress_setup_free(&egress);
+  run_secrets_free(&secrets);
   if (plan.ephemeral_dir[0]) {
     umount2(plan.ephemeral_dir, MNT_DETACH);
   }

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "policy/egress.h"
+#include "runtime/egress.h"
 #include "runtime/runtime.h"
 #include "spec/spec.h"
 
@@ -44,6 +46,12 @@ struct run_options {
   const char *pull;       /* --pull missing|always|never */
   bool no_init;           /* --no-init: the server itself is pid 1 */
   bool host;              /* --host: the host's system directories, read-only (run_host.c) */
+  /* Egress (issue 16): the allowlist, the resolver the broker uses, the audit log. */
+  struct egress_flags egress;
+  const char *dns_upstream;
+  const char *audit_log;
+  /* --secret NAME=@FILE | NAME, and --secret-host NAME=HOST[,HEADER] (placeholder mode). */
+  struct spec_strv secrets, secret_hosts;
 };
 
 /* Everything after the flags: load and tighten the config, create, start, wait, delete.
@@ -130,6 +138,15 @@ struct erofs_hints {
 /* Copy what is readable from `from` to `to`, hinting at EROFS; false on EOF. */
 bool erofs_hints_pump(struct erofs_hints *h, struct erofs_scan *sc, int from, int to);
 void erofs_hints_feed(struct erofs_hints *h, struct erofs_scan *sc, const char *buf, size_t n);
+/* secrets.c: --secret values read (from a file, or from our environment, which is then wiped)
+ * and put into the process env: the value itself, or, for a secret bound to a host, the
+ * placeholder CODEMODE_SECRET_<NAME>, the value then going to the broker only. */
+struct run_secrets {
+  struct egress_secret *bound;
+  size_t n_bound;
+};
+int run_secrets_apply(const struct run_options *o, struct spec *s, struct run_secrets *out, struct cm_error **err);
+void run_secrets_free(struct run_secrets *r);
 
 /* wait.c: the wait loop. */
 struct supervise_loop {

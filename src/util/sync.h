@@ -19,7 +19,9 @@ enum sync_msg_type {
   SYNC_CONSOLE_FD,       /* init → parent: the pty master, as an fd */
   SYNC_READY,            /* init → parent: set up, waiting for start */
   SYNC_SECCOMP_NOTIFY_FD, /* init → parent: the seccomp listener fd */
-  SYNC_START              /* parent → init (create_options.start_at_once): exec the process now */
+  SYNC_START,             /* parent → init (create_options.start_at_once): exec the process now */
+  SYNC_EGRESS_SOCKET      /* init → parent: a socket for the egress broker (linux/egress_sockets.h);
+                           * value = role | port << 8 */
 };
 
 struct sync_msg {

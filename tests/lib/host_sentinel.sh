@@ -44,7 +44,8 @@ watched_binaries() {
   local c dir n
   c=${CODEMODE:-$repo/build/codemode}
   dir=$(dirname "$c")
-  for n in "$c" "$dir/codemode-run" "$dir/codemode-exec-trampoline" "$dir/codemode-dynamic"; do
+  for n in "$c" "$dir/codemode-run" "$dir/codemode-exec-trampoline" "$dir/codemode-dynamic" "$dir/codemode-broker" \
+    "$dir/codemode-broker-tls.so"; do
     [ -e "$n" ] && echo "$n"
   done
   for n in runc crun docker dockerd containerd containerd-shim-runc-v2 ctr busybox; do

@@ -302,6 +302,11 @@ static void test_mcp_rules_follow_the_mounts(void **state) {
   assert_int_equal(policy_landlock_restrict_tcp(&r, &tcp, &err), 0);
   assert_int_equal(l->handled[SPEC_LANDLOCK_NET], LL_NET_CONNECT_TCP | LL_NET_BIND_TCP);
   assert_int_equal(l->n_ports, 3);
+  /* Without a bind list (the egress allowlist's case), bind stays unrestricted. */
+  r.landlock.handled[SPEC_LANDLOCK_NET] = 0;
+  struct policy_landlock_tcp connect_only = {connect, 2, NULL, 0};
+  assert_int_equal(policy_landlock_restrict_tcp(&r, &connect_only, &err), 0);
+  assert_int_equal(l->handled[SPEC_LANDLOCK_NET], LL_NET_CONNECT_TCP);
 
   struct policy_report desc = {0};
   policy_landlock_describe(s, &r, 7, &desc);

@@ -1,0 +1,412 @@
+/* The egress broker from create's side: start it, configure it, pass it the container's
+ * sockets, wait for it, record it, stop it at delete; and the config changes the container gets
+ * with it (runtime/egress.h). */
+#include "runtime/egress.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/state.h"
+#include "spec/json_util.h"
+#include "util/cleanup.h"
+#include "util/safepath.h"
+#include "util/sync.h"
+
+#ifndef CODEMODE_LIBEXECDIR
+#define CODEMODE_LIBEXECDIR "/usr/local/libexec/codemode"
+#endif
+#define SUPERVISOR_FILE "supervisor"
+
+/* Next to our own binary (a build tree, or an install that keeps them together), else where
+ * `make install` puts it. */
+static void broker_path(char out[PATH_MAX]) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0 && self[0] == '/') {
+    self[n] = '\0';
+    snprintf(out, PATH_MAX, "%s/codemode-broker", dirname(self));
+    if (access(out, X_OK) == 0)
+      return;
+  }
+  snprintf(out, PATH_MAX, "%s/codemode-broker", CODEMODE_LIBEXECDIR);
+}
+
+static int send_text(struct egress_broker *b, uint32_t type, const char *text, struct cm_error **err) {
+  return sync_send(b->ctl, type, 0, text, -1, err);
+}
+
+/* The broker's answer to its config (BROKER_CFG_OK, or BROKER_CA with the PEM). */
+static int await_config(struct egress_broker *b, struct cm_error **err) {
+  struct sync_msg m;
+  int fd = -1;
+  int r = sync_recv(b->ctl, &m, &fd, err);
+  if (fd >= 0)
+    close(fd);
+  if (r == 1)
+    return cm_error_set(err, 0, "egress: codemode-broker exited before it was configured (is it installed?)");
+  if (r < 0)
+    return cm_error_prefix(err, "egress: codemode-broker");
+  if (m.type == BROKER_ERROR)
+    return cm_error_set(err, 0, "egress: codemode-broker: %s", m.text);
+  if (m.type == BROKER_CA) {
+    b->ca_pem = strdup(m.text);
+    return 0;
+  }
+  if (m.type != BROKER_CFG_OK)
+    return cm_error_set(err, EPROTO, "egress: codemode-broker: unexpected message %u", m.type);
+  return 0;
+}
+
+int egress_broker_spawn(const struct egress_config *c, const char *id, bool detached, struct egress_broker *b,
+                        struct cm_error **err) {
+  *b = (struct egress_broker){.pid = -1, .ctl = -1};
+  char path[PATH_MAX];
+  broker_path(path);
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return cm_error_set(err, errno, "egress: control socket");
+  /* Only the trust store's location passes to the broker: nothing else of our environment
+   * (which may hold a --secret taken from it). */
+  char *envp[4] = {NULL};
+  size_t ne = 0;
+  static const char *const keep[] = {"SSL_CERT_FILE", "SSL_CERT_DIR"};
+  for (size_t i = 0; i < 2; i++) {
+    const char *v = getenv(keep[i]);
+    if (v && asprintf(&envp[ne], "%s=%s", keep[i], v) >= 0)
+      ne++;
+  }
+  /* posix_spawn (a vfork-like clone in glibc: no copy of our page tables) with: its own
+   * session, so a signal to create's process group (a terminal's ^C) is not for it; never the
+   * container's stdio on 0 and 1 (a broker holding the container's stdout open would keep its
+   * reader, the shim or an MCP client, from ever seeing EOF), nor on 2 when detached; the
+   * control socket on 3; nothing else; no blocked signal. */
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
+  posix_spawn_file_actions_adddup2(&fa, 0, 1);
+  if (detached)
+    posix_spawn_file_actions_adddup2(&fa, 0, 2);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);
+  char *argv[] = {"codemode-broker", NULL};
+  pid_t pid;
+  int e = posix_spawn(&pid, path, &fa, &attr, argv, envp);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (e != 0) {
+    for (size_t i = 0; i < ne; i++)
+      free(envp[i]);
+    close(sv[0]);
+    close(sv[1]);
+    return cm_error_set(err, e, "egress: start %s", path);
+  }
+  for (size_t i = 0; i < ne; i++)
+    free(envp[i]);
+  close(sv[1]);
+  b->pid = pid;
+  b->ctl = sv[0];
+  if (send_text(b, BROKER_CFG_ID, id, err) < 0)
+    goto fail;
+  for (size_t i = 0; i < c->rules.count; i++)
+    if (send_text(b, BROKER_CFG_RULE, c->rules.items[i], err) < 0)
+      goto fail;
+  if (c->dns_upstream && send_text(b, BROKER_CFG_DNS, c->dns_upstream, err) < 0)
+    goto fail;
+  if (c->audit_fd >= 0 && sync_send(b->ctl, BROKER_CFG_AUDIT, 0, NULL, c->audit_fd, err) < 0)
+    goto fail;
+  for (size_t i = 0; i < c->n_secrets; i++) {
+    const struct egress_secret *s = &c->secrets[i];
+    char text[sizeof(((struct sync_msg *)0)->text)];
+    int n = snprintf(text, sizeof(text), "%s\n%s\n%s\n%s", s->name, s->host, s->header ? s->header : "Authorization",
+                     s->value);
+    if (n < 0 || (size_t)n >= sizeof(text)) {
+      cm_error_set(err, 0, "--secret %s: the value is too long for the broker (at most %zu bytes)", s->name,
+                   sizeof(text) - 300);
+      goto fail;
+    }
+    int rc = send_text(b, BROKER_CFG_SECRET, text, err);
+    explicit_bzero(text, sizeof(text));
+    if (rc < 0)
+      goto fail;
+  }
+  if (send_text(b, BROKER_CFG_DONE, NULL, err) < 0)
+    goto fail;
+  /* The per-run CA must be in the container's trust store before its mounts are made: wait for
+   * it now. Without secrets the broker's answer is read later, while init sets up. */
+  if (c->n_secrets && await_config(b, err) < 0)
+    goto fail;
+  b->configured = c->n_secrets > 0;
+  return 0;
+fail:
+  egress_broker_abort(b);
+  return -1;
+}
+
+int egress_broker_give_socket(struct egress_broker *b, int64_t role_port, int fd, struct cm_error **err) {
+  if (sync_send(b->ctl, BROKER_SOCKET, role_port, NULL, fd, err) < 0)
+    return cm_error_prefix(err, "egress: hand a socket to codemode-broker");
+  return 0;
+}
+
+int egress_broker_start(struct egress_broker *b, pid_t init, struct cm_error **err) {
+  /* A pidfd names exactly our init, never a later process that reuses its pid. */
+  int pidfd = (int)syscall(SYS_pidfd_open, init, 0);
+  if (pidfd < 0)
+    return cm_error_set(err, errno, "egress: pidfd_open of init");
+  int rc = sync_send(b->ctl, BROKER_INIT, 0, NULL, pidfd, err);
+  close(pidfd);
+  b->started = rc == 0;
+  return rc;
+}
+
+int egress_broker_wait_ready(struct egress_broker *b, struct cm_error **err) {
+  if (!b->started)
+    return cm_error_set(err, EPROTO, "egress: init did not send its sockets");
+  if (!b->configured && await_config(b, err) < 0)
+    return -1;
+  b->configured = true;
+  struct sync_msg m;
+  int fd = -1;
+  int r = sync_recv(b->ctl, &m, &fd, err);
+  if (fd >= 0)
+    close(fd);
+  if (r == 1)
+    return cm_error_set(err, 0, "egress: codemode-broker exited during setup");
+  if (r < 0)
+    return -1;
+  if (m.type == BROKER_ERROR)
+    return cm_error_set(err, 0, "egress: %s", m.text);
+  if (m.type != BROKER_READY)
+    return cm_error_set(err, EPROTO, "egress: codemode-broker: unexpected message %u", m.type);
+  return 0;
+}
+
+int egress_broker_commit(struct egress_broker *b, int state_dirfd, struct cm_error **err) {
+  char line[64];
+  int n = snprintf(line, sizeof(line), "%d %llu\n", (int)b->pid, (unsigned long long)proc_pid_start_time(b->pid));
+  if (write_file_atomic(state_dirfd, SUPERVISOR_FILE, line, (size_t)n, 0600, err) < 0)
+    return -1;
+  if (sync_send(b->ctl, BROKER_COMMITTED, 0, NULL, -1, err) < 0)
+    return -1;
+  /* From now on it is bound to init's life, not to ours: create exits now (the shim, a
+   * subreaper, inherits and reaps it), codemode-run and `run` reap it as their child. */
+  close(b->ctl);
+  b->ctl = -1;
+  free(b->ca_pem);
+  b->ca_pem = NULL;
+  return 0;
+}
+
+void egress_broker_abort(struct egress_broker *b) {
+  if (b->ctl >= 0)
+    close(b->ctl);
+  b->ctl = -1;
+  if (b->pid > 0) {
+    kill(b->pid, SIGKILL);
+    waitpid(b->pid, NULL, 0);
+  }
+  b->pid = -1;
+  free(b->ca_pem);
+  b->ca_pem = NULL;
+}
+
+/* Wait up to ms for the process behind pidfd to exit. */
+static bool exited_within(int pidfd, int ms) {
+  struct pollfd p = {.fd = pidfd, .events = POLLIN};
+  return poll(&p, 1, ms) == 1;
+}
+
+int egress_supervisor_stop(int state_dirfd, struct cm_error **err) {
+  char buf[64] = "";
+  int fd = openat(state_dirfd, SUPERVISOR_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  int pid = 0;
+  unsigned long long start = 0;
+  if (n <= 0 || sscanf(buf, "%d %llu", &pid, &start) != 2 || pid <= 0)
+    return 0;
+  int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (pidfd < 0)
+    return 0; /* gone already */
+  /* The pid is ours only if it started when the broker did (no signal to a stranger). */
+  if (proc_pid_start_time(pid) != start) {
+    close(pidfd);
+    return 0;
+  }
+  syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
+  if (!exited_within(pidfd, 1000)) {
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    if (!exited_within(pidfd, 2000)) {
+      close(pidfd);
+      return cm_error_set(err, ETIMEDOUT, "egress: codemode-broker (pid %d) did not exit", pid);
+    }
+  }
+  close(pidfd);
+  /* Ours to reap when we started it (codemode-run, `run`); anyone else's child is not. */
+  waitpid(pid, NULL, WNOHANG);
+  unlinkat(state_dirfd, SUPERVISOR_FILE, 0);
+  return 0;
+}
+
+/* --- the container's side ------------------------------------------------------------------------- */
+
+static void set_env(struct spec_strv *env, const char *name, const char *value) {
+  size_t nl = strlen(name);
+  cleanup_free char *kv = NULL;
+  if (asprintf(&kv, "%s=%s", name, value) < 0)
+    abort();
+  for (size_t i = 0; i < env->count; i++)
+    if (strncmp(env->items[i], name, nl) == 0 && env->items[i][nl] == '=') {
+      free(env->items[i]);
+      env->items[i] = xstrdup(kv);
+      return;
+    }
+  spec_strv_push(env, kv);
+}
+
+/* Bind `source` (a file of ours) read-only over `dest`, replacing a mount the config already
+ * has there (Docker's own resolv.conf). */
+static void bind_file(struct spec *s, const char *source, const char *dest) {
+  struct spec_mount *m = NULL;
+  for (size_t i = 0; i < s->n_mounts; i++)
+    if (strcmp(s->mounts[i].destination, dest) == 0)
+      m = &s->mounts[i];
+  if (m == NULL) {
+    struct spec_mount *grown = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*grown));
+    if (grown == NULL)
+      abort();
+    s->mounts = grown;
+    m = &s->mounts[s->n_mounts++];
+    memset(m, 0, sizeof(*m));
+    m->destination = xstrdup(dest);
+  } else {
+    free(m->type);
+    free(m->source);
+    free(m->data);
+    spec_strv_free(&m->options);
+    char *d = m->destination;
+    memset(m, 0, sizeof(*m));
+    m->destination = d;
+  }
+  m->type = xstrdup("bind");
+  m->source = xstrdup(source);
+  static const char *const opts[] = {"rbind", "ro", "nosuid", "nodev", "noexec"};
+  for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+    spec_strv_push(&m->options, opts[i]);
+  spec_mount_decode_options(m);
+}
+
+/* The image's CA bundle, where distributions keep it. */
+static const char *const ca_bundle_paths[] = {
+    "/etc/ssl/certs/ca-certificates.crt", /* Debian, Ubuntu, Alpine, Arch */
+    "/etc/pki/tls/certs/ca-bundle.crt",   /* Fedora, RHEL */
+    "/etc/ssl/ca-bundle.pem",             /* openSUSE */
+    "/etc/ssl/cert.pem",                  /* Alpine's LibreSSL, others */
+};
+
+/* The image's bundle, read inside its root only (a symlink in a hostile rootfs cannot point
+ * us at a host file); *path_out is where it was. NULL (and the Debian path) when there is none. */
+static char *read_image_bundle(const char *rootfs, const char **path_out, size_t *len_out) {
+  *path_out = ca_bundle_paths[0];
+  *len_out = 0;
+  cleanup_close int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0)
+    return NULL;
+  for (size_t i = 0; i < sizeof(ca_bundle_paths) / sizeof(ca_bundle_paths[0]); i++) {
+    struct cm_error *ignored = NULL;
+    cleanup_close int fd = safepath_open(root, ca_bundle_paths[i], O_RDONLY, &ignored);
+    cm_error_freep(&ignored);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 16 << 20)
+      continue;
+    char *buf = malloc((size_t)st.st_size + 1);
+    ssize_t n = buf ? read(fd, buf, (size_t)st.st_size) : -1;
+    if (n < 0) {
+      free(buf);
+      continue;
+    }
+    *path_out = ca_bundle_paths[i];
+    *len_out = (size_t)n;
+    return buf;
+  }
+  return NULL;
+}
+
+int egress_prepare_container(struct spec *s, int state_dirfd, const char *state_dir, const char *rootfs,
+                             const char *ca_pem, struct cm_error **err) {
+  struct spec_strv *env = &s->process->env;
+  /* Clients that honour proxy variables use the proxy (names resolved by us), the rest are
+   * captured transparently. NODE_USE_ENV_PROXY: Node's own fetch and https ignore the
+   * variables without it (Node >= 22.21 / 24.5; older ones are captured). */
+  static const char *const proxy_vars[][2] = {
+      {"HTTP_PROXY", "http://127.0.0.1:3128"},  {"http_proxy", "http://127.0.0.1:3128"},
+      {"HTTPS_PROXY", "http://127.0.0.1:3128"}, {"https_proxy", "http://127.0.0.1:3128"},
+      {"ALL_PROXY", "socks5h://127.0.0.1:1080"}, {"all_proxy", "socks5h://127.0.0.1:1080"},
+      {"NO_PROXY", "localhost,127.0.0.1,::1"},   {"no_proxy", "localhost,127.0.0.1,::1"},
+      {"NODE_USE_ENV_PROXY", "1"},
+  };
+  for (size_t i = 0; i < sizeof(proxy_vars) / sizeof(proxy_vars[0]); i++)
+    set_env(env, proxy_vars[i][0], proxy_vars[i][1]);
+
+  static const char resolv[] = "# codemode egress: the broker's DNS stub answers the allowed names only\n"
+                               "nameserver 127.0.0.1\noptions ndots:0\n";
+  if (write_file_atomic(state_dirfd, "resolv.conf", resolv, sizeof(resolv) - 1, 0644, err) < 0)
+    return cm_error_prefix(err, "egress");
+  cleanup_free char *src = NULL;
+  if (asprintf(&src, "%s/resolv.conf", state_dir) < 0)
+    abort();
+  bind_file(s, src, "/etc/resolv.conf");
+
+  if (ca_pem == NULL)
+    return 0;
+  /* The per-run CA next to the image's own roots, bound over the image's bundle, and named by
+   * the variables each runtime reads: OpenSSL (Python's ssl and urllib, curl built with it)
+   * SSL_CERT_FILE, curl CURL_CA_BUNDLE, Node NODE_EXTRA_CA_CERTS (added to its built-in roots at
+   * start), Python requests REQUESTS_CA_BUNDLE, git GIT_SSL_CAINFO. */
+  const char *dest;
+  size_t len;
+  cleanup_free char *image = read_image_bundle(rootfs, &dest, &len);
+  size_t plen = strlen(ca_pem);
+  cleanup_free char *bundle = malloc(len + plen + 2);
+  if (bundle == NULL)
+    abort();
+  memcpy(bundle, image ? image : "", len);
+  size_t off = len;
+  if (off && bundle[off - 1] != '\n')
+    bundle[off++] = '\n';
+  memcpy(bundle + off, ca_pem, plen);
+  off += plen;
+  if (write_file_atomic(state_dirfd, "ca-bundle.pem", bundle, off, 0644, err) < 0 ||
+      write_file_atomic(state_dirfd, "ca.pem", ca_pem, plen, 0644, err) < 0)
+    return cm_error_prefix(err, "egress: the per-run CA");
+  cleanup_free char *bsrc = NULL;
+  if (asprintf(&bsrc, "%s/ca-bundle.pem", state_dir) < 0)
+    abort();
+  bind_file(s, bsrc, dest);
+  static const char *const ca_vars[] = {"SSL_CERT_FILE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+                                        "GIT_SSL_CAINFO"};
+  for (size_t i = 0; i < sizeof(ca_vars) / sizeof(ca_vars[0]); i++)
+    set_env(env, ca_vars[i], dest);
+  return 0;
+}

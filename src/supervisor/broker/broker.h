@@ -1,0 +1,194 @@
+/* codemode-broker: the egress broker of one container (issue 16). It runs outside the container,
+ * in the network namespace of whoever started it, and serves the container's own namespace
+ * (which has nothing but lo) through sockets init made there:
+ *
+ *   127.0.0.1:3128   HTTP proxy (CONNECT, and absolute-URI requests for plain http://)
+ *   127.0.0.1:1080   SOCKS5 (CONNECT; names resolved here, as socks5h)
+ *   *:53/udp         DNS stub: allowed names only, NXDOMAIN for the rest
+ *   *:PORT           transparent capture: a `local 0.0.0.0/0 dev lo` route (route.c) makes every
+ *                    address local, so a connect() to any address on an allowed port lands on
+ *                    our listener, and getsockname() tells where the client meant to go
+ *
+ * Every connection is decided before a byte leaves: the name (the CONNECT or SOCKS host, else
+ * the TLS SNI or HTTP Host the client sends first) must be allowed on that port, and the address
+ * we connect to is one we resolved ourselves and found public (the SSRF and DNS-rebinding
+ * guard), unless a CIDR rule names it. Each decision is one JSON line in the audit log
+ * (audit.c). Secrets bound to a host are substituted into its requests by a TLS interceptor
+ * (intercept.c) that the container trusts through a per-run CA.
+ *
+ * Files: main.c (start, control protocol, event loop, end), route.c (netlink), conn.c (one TCP
+ * connection: handshake, decision, connect, relay), proto.c (parsers: TLS ClientHello, HTTP
+ * head, SOCKS5), dns.c (the stub, c-ares, the address map), audit.c, intercept.c. */
+#ifndef CM_SUPERVISOR_BROKER_BROKER_H
+#define CM_SUPERVISOR_BROKER_BROKER_H
+
+#include <ares.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "policy/egress.h"
+#include "runtime/egress.h"
+
+#define BROKER_MAX_LISTENERS (EGRESS_MAX_LISTEN_PORTS + 4)
+#define BROKER_MAX_CONNS 4096
+#define BROKER_BUF 65536
+#define BROKER_HEAD_MAX 16384 /* an HTTP request head, a ClientHello */
+
+struct broker;
+
+/* Everything registered in epoll starts with this: the handler for its events. */
+struct watch {
+  void (*on_event)(struct broker *b, struct watch *w, uint32_t events);
+  int fd;
+};
+
+/* An address with its family (AF_INET / AF_INET6), in network order. */
+struct addr {
+  int family;
+  uint8_t bytes[16];
+};
+void addr_from_sockaddr(struct addr *a, const struct sockaddr *sa, uint16_t *port);
+void addr_to_sockaddr(const struct addr *a, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
+const char *addr_text(const struct addr *a, char buf[static 64]);
+bool addr_is_loopback(const struct addr *a);
+
+struct listener {
+  struct watch w;
+  int role; /* enum egress_socket_role */
+  uint16_t port;
+};
+
+/* The names the DNS stub gave out, by address: a transparent connection to an address is let
+ * through only for a name we answered with that address (dns.c). */
+#define DNS_MAP_SIZE 1024
+struct dns_map_entry {
+  struct addr addr;
+  char name[254];
+  bool used;
+};
+
+struct secret_binding {
+  char *name, *value, *host, *header;
+  char *placeholder; /* "CODEMODE_SECRET_<NAME>" */
+};
+
+struct broker {
+  int ep;
+  char id[128];
+  struct egress_policy policy;
+  int audit_fd;
+  int ctl_fd;
+  bool committed;
+  int init_pidfd;
+  int netlink_fd;
+  struct watch ctl_w, init_w, sig_w, dns_w;
+  struct listener listeners[BROKER_MAX_LISTENERS];
+  size_t n_listeners;
+  ares_channel ares;
+  struct watch ares_w[16]; /* c-ares' sockets */
+  struct dns_map_entry *map; /* DNS_MAP_SIZE entries, calloc'd: untouched pages cost nothing */
+  size_t map_next;
+  struct secret_binding *secrets;
+  size_t n_secrets;
+  void *tls; /* intercept.c's state, NULL without secrets */
+  const struct broker_tls_ops *tls_ops;
+  struct conn *conns; /* every live connection (for deadlines and the final records) */
+  struct conn *graveyard; /* closed this round, freed at its end */
+  size_t n_conns;
+  bool stopping;
+};
+
+/* main.c */
+int broker_watch(struct broker *b, struct watch *w, uint32_t events);
+int broker_rewatch(struct broker *b, struct watch *w, uint32_t events);
+void broker_unwatch(struct broker *b, struct watch *w);
+double now_mono(void);
+
+/* route.c: through the netlink socket init opened in the container's namespace. */
+int route_setup(int nlfd, char *why, size_t why_len);
+
+/* conn.c */
+void conn_accept(struct broker *b, struct listener *l);
+void conn_check_deadlines(struct broker *b, double now);
+double conn_next_deadline(struct broker *b);
+void conn_close_all(struct broker *b, const char *why);
+void conn_reap(struct broker *b);
+/* Resolved for a named connection (dns.c calls back). */
+struct conn;
+void conn_resolved(struct broker *b, struct conn *c, const struct addr *addrs, size_t n, int status);
+
+/* dns.c */
+int dns_init(struct broker *b, const char *upstream, char *why, size_t why_len);
+void dns_on_query(struct broker *b, struct watch *w, uint32_t events);
+void dns_process_timeouts(struct broker *b);
+/* Resolve for a connection; conn_resolved() is called, possibly before this returns. */
+void dns_resolve_for(struct broker *b, struct conn *c, const char *name);
+void dns_map_add(struct broker *b, const struct addr *a, const char *name);
+bool dns_map_has(struct broker *b, const struct addr *a, const char *name);
+/* The first allowed name the stub answered with a (for port), or NULL. */
+const char *dns_map_allowed_name(struct broker *b, const struct addr *a, uint16_t port,
+                                 struct egress_verdict *v);
+void dns_shutdown(struct broker *b);
+
+/* proto.c: parsers, each on the bytes received so far. 1: complete, 0: need more, -1: not it. */
+int proto_tls_sni(const uint8_t *buf, size_t len, char *sni, size_t sni_len);
+int proto_http_host(const uint8_t *buf, size_t len, char *host, size_t host_len);
+/* An HTTP proxy request head (up to and including CRLFCRLF, at *head_len). CONNECT: *connect
+ * set, host and port from the authority. Otherwise an absolute http:// URI; *rewritten gets the
+ * head the origin server receives: origin-form target, Connection: close, no Proxy-* headers. */
+struct proxy_request {
+  bool connect;
+  char host[256];
+  uint16_t port;
+  char *rewritten; /* malloc'd; NULL for CONNECT */
+  size_t rewritten_len;
+  size_t head_len;
+};
+int proto_proxy_request(const uint8_t *buf, size_t len, struct proxy_request *out, const char **why);
+/* Replace every occurrence of `placeholder` in the values of header `header` with `value`, and
+ * force Connection: close. Returns a malloc'd head (NUL-terminated) and its length. */
+char *proto_substitute_header(const char *head, size_t len, const char *header, const char *placeholder,
+                              const char *value, size_t *out_len, int *substituted);
+
+/* audit.c: one JSON line per decision. */
+struct audit_record {
+  const char *event; /* "connect", "dns" */
+  const char *decision; /* "allow", "deny" */
+  const char *via;      /* "proxy", "socks", "transparent", "dns" */
+  const char *host;
+  uint16_t port;
+  const char *sni, *http_host;
+  const char *addr;
+  const char *rule; /* NULL: none matched */
+  const char *reason;
+  const char *qtype;
+  const char *answers; /* comma-separated */
+  long long bytes_up, bytes_down; /* -1: not applicable */
+  double duration_ms;             /* < 0: not applicable */
+  const char *secret;             /* name of a substituted secret */
+  bool intercepted;
+};
+void audit_write(struct broker *b, const struct audit_record *r);
+
+/* intercept.c, built as codemode-broker-tls.so and loaded (tls.c) only when a secret is bound
+ * to a host: OpenSSL is loaded by that broker alone, not by every broker at every start. */
+struct broker_tls_ops {
+  /* Make the per-run CA (its PEM in *ca_pem) and the TLS contexts. */
+  int (*init)(struct broker *b, char **ca_pem, char *why, size_t why_len);
+  /* Take over a decided connection: TLS to the client (a leaf for host), TLS upstream, the
+   * substitution. Runs on its own thread; the fds are its to close. */
+  void (*start)(struct broker *b, int client_fd, int upstream_fd, const char *host, uint16_t port, const char *via,
+                const char *addr, const char *rule, double started);
+};
+#define BROKER_TLS_OPS_SYMBOL "codemode_broker_tls_ops"
+
+/* tls.c: load codemode-broker-tls.so (next to our binary). */
+int tls_load(struct broker *b, char *why, size_t why_len);
+/* The binding for host, if any. */
+const struct secret_binding *intercept_binding(struct broker *b, const char *host);
+
+#endif
