@@ -14,6 +14,7 @@
 #include <yajl/yajl_gen.h>
 
 #include "image/image.h"
+#include "image/unpack_internal.h"
 #include "spec/json_util.h"
 #include "util/cleanup.h"
 
@@ -64,41 +65,12 @@ static int layout_fetch(void *ctx, struct image_store *st, const struct image_de
   return copy_fd_to_blob(st, fd, d->digest, d->size, err);
 }
 
-static char *read_at(int dirfd, const char *name, size_t *len, struct cm_error **err) {
-  cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    cm_error_set(err, errno, "%s", name);
-    return NULL;
-  }
-  size_t cap = 8192, n = 0;
-  char *buf = malloc(cap);
-  for (;;) {
-    if (n + 1 >= cap) {
-      if (cap > (16u << 20)) {
-        free(buf);
-        cm_error_set(err, EFBIG, "%s: too big", name);
-        return NULL;
-      }
-      cap *= 2;
-      buf = realloc(buf, cap);
-    }
-    if (buf == NULL)
-      abort();
-    ssize_t r = read(fd, buf + n, cap - n - 1);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0) {
-      free(buf);
-      cm_error_set(err, errno, "read %s", name);
-      return NULL;
-    }
-    if (r == 0)
-      break;
-    n += (size_t)r;
-  }
-  buf[n] = '\0';
-  *len = n;
-  return buf;
+/* A small file of the layout (oci-layout, index.json). */
+static char *read_layout_file(const char *dir, const char *name, size_t *len, struct cm_error **err) {
+  cleanup_free char *path = NULL;
+  if (asprintf(&path, "%s/%s", dir, name) < 0)
+    abort();
+  return read_whole_file(path, len, err);
 }
 
 /* The index.json entry for tag (or the only one). */
@@ -145,10 +117,10 @@ int oci_layout_pull(struct image_store *st, const struct image_ref *ref, const s
   if (dir < 0)
     return cm_error_set(err, errno, "oci:%s", ref->path);
   size_t len;
-  cleanup_free char *layout = read_at(dir, "oci-layout", &len, err);
+  cleanup_free char *layout = read_layout_file(ref->path, "oci-layout", &len, err);
   if (layout == NULL)
     return cm_error_prefix(err, "oci:%s: not an OCI image layout", ref->path);
-  cleanup_free char *index = read_at(dir, "index.json", &len, err);
+  cleanup_free char *index = read_layout_file(ref->path, "index.json", &len, err);
   if (index == NULL)
     return cm_error_prefix(err, "oci:%s", ref->path);
   cleanup_yajl yajl_val tree = json_parse(index, len, "index.json", err);
@@ -171,12 +143,7 @@ int oci_layout_pull(struct image_store *st, const struct image_ref *ref, const s
 /* --- docker-archive: -------------------------------------------------------------------------- */
 
 static struct archive *open_archive(const char *path, struct cm_error **err) {
-  struct archive *a = archive_read_new();
-  if (a == NULL)
-    abort();
-  archive_read_support_filter_all(a);
-  archive_read_support_format_tar(a);
-  archive_read_support_format_gnutar(a);
+  struct archive *a = unpack_archive_new();
   if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
     cm_error_set(err, archive_errno(a) > 0 ? archive_errno(a) : EIO, "docker-archive:%s: %s", path,
                  archive_error_string(a));

@@ -499,7 +499,7 @@ static int unpack_archive(struct unpack_session *s, struct archive *a, const cha
   return 0;
 }
 
-static struct archive *archive_for_layer(void) {
+struct archive *unpack_archive_new(void) {
   struct archive *a = archive_read_new();
   if (a == NULL)
     abort();
@@ -510,7 +510,7 @@ static struct archive *archive_for_layer(void) {
 }
 
 int unpack_session_layer_fd(struct unpack_session *s, int layer_fd, const char *label, struct cm_error **err) {
-  struct archive *a = archive_for_layer();
+  struct archive *a = unpack_archive_new();
   int rc = -1;
   if (archive_read_open_fd(a, layer_fd, 1 << 16) != ARCHIVE_OK)
     cm_error_set(err, archive_errno(a) > 0 ? archive_errno(a) : EIO, "%s: %s", label, archive_error_string(a));
@@ -523,7 +523,7 @@ int unpack_session_layer_fd(struct unpack_session *s, int layer_fd, const char *
 
 int unpack_session_layer_buffer(struct unpack_session *s, const void *buf, size_t len, const char *label,
                                 struct cm_error **err) {
-  struct archive *a = archive_for_layer();
+  struct archive *a = unpack_archive_new();
   int rc = -1;
   if (archive_read_open_memory(a, buf, len) != ARCHIVE_OK)
     cm_error_set(err, archive_errno(a) > 0 ? archive_errno(a) : EIO, "%s: %s", label, archive_error_string(a));

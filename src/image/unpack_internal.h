@@ -4,6 +4,8 @@
 
 #include <time.h>
 
+struct archive;
+
 #include "image/image.h"
 
 struct unpack_nameset {
@@ -31,5 +33,7 @@ int unpack_session_finish(struct unpack_session *s, struct cm_error **err);
 void unpack_session_clear(struct unpack_session *s);
 /* Remove name in parent and everything below it, never following a symlink. */
 int unpack_remove_tree_at(int parent, const char *name);
+/* A libarchive reader for layers and docker-save archives: tar (ustar, pax, GNU), any filter. */
+struct archive *unpack_archive_new(void);
 
 #endif

@@ -46,19 +46,6 @@ out:
   return rc;
 }
 
-static void env_set(struct spec_strv *env, const char *kv) {
-  const char *eq = strchr(kv, '=');
-  size_t klen = eq ? (size_t)(eq - kv) + 1 : strlen(kv);
-  for (size_t i = 0; i < env->count; i++) {
-    if (strncmp(env->items[i], kv, klen) == 0) {
-      free(env->items[i]);
-      env->items[i] = xstrdup(kv);
-      return;
-    }
-  }
-  spec_strv_push(env, kv);
-}
-
 int image_process_apply(const struct image_process *ip, struct spec_process *p, char *const *cmd, size_t n_cmd,
                         const char *entrypoint, struct cm_error **err) {
   struct spec_strv args = {0};
@@ -82,7 +69,7 @@ int image_process_apply(const struct image_process *ip, struct spec_process *p, 
   spec_strv_free(&p->args);
   p->args = args;
   for (size_t i = 0; i < ip->env.count; i++)
-    env_set(&p->env, ip->env.items[i]);
+    spec_env_set(&p->env, ip->env.items[i]);
   if (ip->working_dir && ip->working_dir[0] == '/') {
     free(p->cwd);
     p->cwd = xstrdup(ip->working_dir);

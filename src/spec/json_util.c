@@ -444,6 +444,19 @@ void spec_strv_push(struct spec_strv *v, const char *s) {
   v->items[v->count] = NULL;
 }
 
+void spec_env_set(struct spec_strv *env, const char *kv) {
+  const char *eq = strchr(kv, '=');
+  size_t klen = eq ? (size_t)(eq - kv) + 1 : strlen(kv);
+  for (size_t i = 0; i < env->count; i++) {
+    if (strncmp(env->items[i], kv, klen) == 0) {
+      free(env->items[i]);
+      env->items[i] = xstrdup(kv);
+      return;
+    }
+  }
+  spec_strv_push(env, kv);
+}
+
 void spec_kv_list_free(struct spec_kv_list *l) {
   for (size_t i = 0; i < l->count; i++) {
     free(l->items[i].key);

@@ -87,6 +87,8 @@ char *xstrdup(const char *s);
 void spec_strv_free(struct spec_strv *v);
 /* Append a copy of s; items stays NULL-terminated. */
 void spec_strv_push(struct spec_strv *v, const char *s);
+/* Set NAME=VALUE in an environment list: replaces NAME's entry, or appends. */
+void spec_env_set(struct spec_strv *env, const char *kv);
 void spec_kv_list_free(struct spec_kv_list *l);
 
 /* Path helpers. */

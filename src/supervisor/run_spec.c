@@ -45,18 +45,6 @@ int run_spec_generate_bundle(const char *flag, const char *dir, struct cleanup_p
   return 0;
 }
 
-static void replace_env(struct spec_strv *env, const char *kv) {
-  size_t klen = (size_t)(strchr(kv, '=') - kv) + 1;
-  for (size_t i = 0; i < env->count; i++) {
-    if (strncmp(env->items[i], kv, klen) == 0) {
-      free(env->items[i]);
-      env->items[i] = xstrdup(kv);
-      return;
-    }
-  }
-  spec_strv_push(env, kv);
-}
-
 /* "~" and "~/…" as the shell would expand them (an mcpServers entry is not run by a shell);
  * "~user" is refused with the fix. NULL with err set. */
 char *run_spec_expand_home(const char *flag, const char *path, struct cm_error **err) {
@@ -161,10 +149,10 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
       cleanup_free char *pass = NULL;
       if (asprintf(&pass, "%s=%s", kv, v) < 0)
         abort();
-      replace_env(&p->env, pass);
+      spec_env_set(&p->env, pass);
       continue;
     }
-    replace_env(&p->env, kv);
+    spec_env_set(&p->env, kv);
   }
   if (o->cwd) {
     free(p->cwd);
@@ -223,16 +211,20 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
   return 0;
 }
 
+/* root.path, relative to the bundle when it is not absolute (malloc'd). */
+static char *root_dir(const struct spec *s, const char *bundle) {
+  char *root;
+  if (s->root_path[0] == '/')
+    return xstrdup(s->root_path);
+  if (asprintf(&root, "%s/%s", bundle, s->root_path) < 0)
+    abort();
+  return root;
+}
+
 /* The root as an overlay: the rootfs below, a throwaway upper layer in the scratch tmpfs. */
 int run_spec_ephemeral_root(struct spec *s, const char *bundle, struct cleanup_plan *plan, struct cm_error **err) {
   char lower[PATH_MAX];
-  cleanup_free char *joined = NULL;
-  const char *root = s->root_path;
-  if (root[0] != '/') {
-    if (asprintf(&joined, "%s/%s", bundle, root) < 0)
-      abort();
-    root = joined;
-  }
+  cleanup_free char *root = root_dir(s, bundle);
   if (realpath(root, lower) == NULL)
     return cm_error_set(err, errno, "--ephemeral: rootfs %s", root);
   char merged[PATH_MAX];
@@ -275,13 +267,7 @@ static bool under_mount(const struct spec *s, const char *path) {
 
 int run_spec_check_process(const struct spec *s, const struct run_options *o, const char *bundle,
                            struct cm_error **err) {
-  cleanup_free char *joined = NULL;
-  const char *root = s->root_path;
-  if (root[0] != '/') {
-    if (asprintf(&joined, "%s/%s", bundle, root) < 0)
-      abort();
-    root = joined;
-  }
+  cleanup_free char *root = root_dir(s, bundle);
   cleanup_close int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root_fd < 0)
     return cm_error_set(err, errno, "the container's root %s", root);
