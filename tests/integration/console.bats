@@ -50,6 +50,7 @@ wait_receiver() {
 }
 
 @test "foreground run with --console-socket waits and returns the exit status" {
+  codemode_only run-console-socket
   start_receiver
   bundle_set_terminal "$BUNDLE" true
   set_args sh -c 'echo on-tty; exit 6'

@@ -16,6 +16,7 @@
 #                  $output (stdout+stderr), $stdout, $stderr, $lines
 #   set_args CMD…, set_cfg 'jq-expression' [jq options], set_env NAME=VALUE…
 #   wait_status ID STATUS, state_field ID FIELD, host_pid_alive PID
+#   codemode_only ID, codemode_part ID, oracle_pending ID: the oracle markers (oracle.bash)
 # A file that defines its own setup/teardown calls cm_setup / cm_teardown from them.
 
 CM_REPO=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd)
@@ -33,6 +34,8 @@ export CM_TEST_TOKEN
 : "${CM_RUN_TAG:=$(printf '%04x' $((RANDOM % 65536)))}"
 export CM_RUN_TAG
 CM_TIMEOUT=${CM_TIMEOUT:-60}
+# shellcheck source=tests/lib/oracle.bash
+. "$CM_REPO/tests/lib/oracle.bash"
 
 bats_require_minimum_version 1.5.0
 
@@ -177,6 +180,7 @@ cm_setup_file() {
 }
 
 cm_setup() {
+  [ -z "${CM_FILE_ONLY:-}" ] || codemode_only "$CM_FILE_ONLY"
   [ -x "$CODEMODE" ] || {
     echo "CODEMODE=$CODEMODE is not built (run make)" >&2
     return 1
