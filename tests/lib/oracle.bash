@@ -49,7 +49,7 @@ kd_entry() {
     /^## Intentional/ { kind = "intentional" }
     /^## Pending/ { kind = "pending" }
     kind != "" && index($0, "- `" id "` [") == 1 {
-      s = substr($0, length(id) + 6)
+      s = substr($0, length(id) + 7)
       sub(/\].*/, "", s)
       print kind, s
       found = 1
