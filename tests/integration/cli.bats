@@ -124,6 +124,48 @@ load ../lib/helpers
   echo "$output" | jq -e '.mountOptions | index("ro") and index("bind")'
 }
 
+# runtime-spec 1.2 features.md and features-linux.md: the only fields a 1.2 document may have.
+FEATURES_1_2_SHAPE='
+  def only($allowed): (keys - $allowed) == [];
+  only(["ociVersionMin", "ociVersionMax", "hooks", "mountOptions", "linux", "annotations",
+        "potentiallyUnsafeConfigAnnotations"])
+  and ((.linux // {}) | only(["namespaces", "capabilities", "cgroup", "seccomp", "apparmor", "selinux",
+        "intelRdt", "mountExtensions"]))
+  and ((.linux.cgroup // {}) | only(["v1", "v2", "systemd", "systemdUser", "rdma"]))
+  and ((.linux.seccomp // {}) | only(["enabled", "actions", "operators", "archs", "knownFlags", "supportedFlags"]))
+  and all((.linux.apparmor, .linux.selinux, .linux.intelRdt) // {}; only(["enabled"]))
+  and ((.linux.mountExtensions // {}) | only(["idmap"]))
+  and ((.linux.mountExtensions.idmap // {}) | only(["enabled"]))'
+
+@test "features has only runtime-spec 1.2 fields, and says what codemode implements and nothing else" {
+  run --separate-stderr cm features
+  [ "$status" -eq 0 ]
+  echo "$output" | jq -e "$FEATURES_1_2_SHAPE"
+  if codemode_part features-set; then
+    local f=$output
+    # Implemented: the time namespace, every hook, rro (mount_setattr), the systemd driver
+    # (system bus), the rdma controller, AppArmor and SELinux labels, the profile annotation.
+    echo "$f" | jq -e '.linux.namespaces | index("time") and index("cgroup")'
+    echo "$f" | jq -e '.hooks | length == 6'
+    echo "$f" | jq -e '.mountOptions | index("rro") and index("nosymfollow")'
+    echo "$f" | jq -e '.linux.cgroup == {v1: true, v2: true, systemd: true, systemdUser: false, rdma: true}'
+    echo "$f" | jq -e '.linux.apparmor.enabled and .linux.selinux.enabled'
+    echo "$f" | jq -e '.potentiallyUnsafeConfigAnnotations == ["run.codemode.profile"]'
+    # Not implemented, so not promised: tmpcopyup is dropped, idmap mounts are refused, Intel RDT
+    # is not applied, the systemd user manager is not used.
+    echo "$f" | jq -e '.mountOptions | (index("tmpcopyup") or index("idmap") or index("ridmap")) | not'
+    echo "$f" | jq -e '.linux.mountExtensions.idmap.enabled == false and .linux.intelRdt.enabled == false'
+    # Every listed seccomp action and operator is one the config parser takes.
+    local a
+    for a in $(echo "$f" | jq -r '.linux.seccomp.actions[]'); do
+      set_cfg '.linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW", syscalls: [{names: ["getcwd"], action: $a, errnoRet: 1}]}' --arg a "$a"
+      run_cm create --bundle "$BUNDLE" "$CID-a"
+      [[ "$stderr" != *"unknown"* ]] || { echo "action $a: $stderr"; return 1; }
+      cm delete --force "$CID-a" >/dev/null 2>&1 || true
+    done
+  fi
+}
+
 @test "features lists rro only if the kernel has mount_setattr" {
   run cm features
   [ "$status" -eq 0 ]

@@ -30,6 +30,19 @@ mounts_of() {
   [ "$(cat "$TEST_DIR/data/out")" = from-container ]
 }
 
+@test "rro: a recursive bind is read-only in its submounts too" {
+  mkdir -p "$TEST_DIR/data/sub"
+  mount -t tmpfs -o size=1m cm-test-rro "$TEST_DIR/data/sub"
+  mount_track "$TEST_DIR/data/sub"
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/data" '{destination: "/data", type: "bind", source: $s, options: ["rbind", "rro"]}')"
+  set_args sh -c 'touch /data/a 2>/dev/null && echo top-writable; touch /data/sub/b 2>/dev/null && echo sub-writable; echo done'
+  run cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$output" = done ]
+  [ ! -e "$TEST_DIR/data/a" ]
+  [ ! -e "$TEST_DIR/data/sub/b" ]
+}
+
 @test "a bind mount of a single file" {
   echo one-file >"$TEST_DIR/single"
   bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/single" '{destination: "/etc/single", source: $s, options: ["bind", "ro"]}')"
