@@ -163,6 +163,10 @@ wait_receiver() {
   kill -INT "$run_pid"
   local i
   for i in $(seq 100); do kill -0 "$script_pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$script_pid" 2>/dev/null; then
+    echo "the run is still there 10 s after SIGINT: $(cat "$TEST_DIR/out")"
+    return 1
+  fi
   wait "$script_pid" || st=$?
   echo "run exited $st: $(cat "$TEST_DIR/out")"
   ! kill -0 "$init" 2>/dev/null
