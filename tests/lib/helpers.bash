@@ -68,6 +68,7 @@ cm_make_template() {
   bundle_set_terminal "$dir" false || return 1
   bundle_set_args "$dir" true || return 1
   bundle_set_hostname "$dir" cm-test || return 1
+  cm_oracle_adapt_template "$dir"
 }
 
 cm() {

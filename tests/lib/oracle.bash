@@ -113,3 +113,12 @@ oracle_pending() {
 
 # codemode_only_file ID: cm_setup (and so every test of the file) honours it.
 codemode_only_file() { CM_FILE_ONLY=$1; }
+
+# cm_oracle_adapt_template DIR: the two changes the test bundle needs before crun 1.8.1 runs it
+# at all, and nothing for codemode or runc: ociVersion 1.1.0 (crun refuses 1.2.0, "unknown
+# version specified"), and no linux.resources.devices (crun raises RLIMIT_MEMLOCK for its device
+# eBPF program, which this machine, without CAP_SYS_RESOURCE, forbids; DESIGN.md §5).
+cm_oracle_adapt_template() {
+  [ "$CM_RUNTIME" = crun ] || return 0
+  bundle_jq "$1" '.ociVersion = "1.1.0" | del(.linux.resources.devices)'
+}
