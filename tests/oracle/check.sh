@@ -65,6 +65,7 @@ done < <(awk '
   }' "$kd")
 
 # --- the markers ------------------------------------------------------------------------------
+# (known_differences.bats tests this script with markers of its own: not scanned.)
 marker_re='(^|[[:space:];&|!(])(codemode_only|codemode_only_file|codemode_part|oracle_pending)[[:space:]]+[^[:space:];)]+'
 files=("$repo"/tests/integration/*.bats "$repo"/tests/security/*.bats "$repo"/tests/security/lib.bash
   "$repo"/tests/lib/helpers.bash)
@@ -96,7 +97,7 @@ while IFS= read -r hit; do
       used[$id]=$((used[$id] + 1))
     fi
   done
-done < <(grep -HnE "$marker_re" "${files[@]}")
+done < <(grep -HnE "$marker_re" "${files[@]}" | grep -v '^[^:]*/known_differences\.bats:')
 
 for id in "${!used[@]}"; do
   [ "${used[$id]}" -gt 0 ] || problem "KNOWN_DIFFERENCES.md: entry '$id' is named by no test marker (stale entry?)"
