@@ -144,11 +144,12 @@ char *spec_features_json(int landlock_abi) {
   gen_str(g, "mountOptions");
   gen_strv(g, spec_mount_option_names);
   gen_linux(g);
-  /* Annotations of config.json that change what codemode does: the hardening profile
-   * (POLICY_PROFILE_ANNOTATION of policy/profile.h; spec/ does not include policy/). */
+  /* Annotations of config.json that change what codemode does, as a prefix (the spec's trailing
+   * "."): run.codemode.profile (policy/profile.h), run.codemode.landlock and .landlock.deny
+   * (spec/landlock_config.h), and whatever run.codemode.* comes next. */
   gen_str(g, "potentiallyUnsafeConfigAnnotations");
   yajl_gen_array_open(g);
-  gen_str(g, "run.codemode.profile");
+  gen_str(g, "run.codemode.");
   yajl_gen_array_close(g);
 
   gen_str(g, "annotations");

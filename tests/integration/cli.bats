@@ -150,7 +150,8 @@ FEATURES_1_2_SHAPE='
     echo "$f" | jq -e '.mountOptions | index("rro") and index("nosymfollow")'
     echo "$f" | jq -e '.linux.cgroup == {v1: true, v2: true, systemd: true, systemdUser: false, rdma: true}'
     echo "$f" | jq -e '.linux.apparmor.enabled and .linux.selinux.enabled'
-    echo "$f" | jq -e '.potentiallyUnsafeConfigAnnotations == ["run.codemode.profile"]'
+    # The annotations that change codemode's behaviour (the profile, Landlock): a prefix.
+    echo "$f" | jq -e '.potentiallyUnsafeConfigAnnotations == ["run.codemode."]'
     # Not implemented, so not promised: tmpcopyup is dropped, idmap mounts are refused, Intel RDT
     # is not applied, the systemd user manager is not used.
     echo "$f" | jq -e '.mountOptions | (index("tmpcopyup") or index("idmap") or index("ridmap")) | not'
