@@ -163,8 +163,14 @@ bg_track() { CM_BG_PIDS+=("$1"); }
 mount_track() { CM_MOUNTS+=("$1"); }
 
 # mounts_under DIR: mount points in this mount namespace at or below DIR, deepest first.
+# An empty or "/" DIR (a variable a failed setup never set) lists nothing: callers unmount what it
+# prints, and "everything under /" is the host's /sys, /proc and /dev (issue 14: a teardown whose
+# setup had failed lazily unmounted all of them).
 mounts_under() {
-  awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
+  case ${1%/} in
+    "") echo "mounts_under: refusing \"$1\" (empty or /)" >&2; return 0 ;;
+  esac
+  awk -v d="${1%/}" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
 }
 
 skip_unless_file() {
