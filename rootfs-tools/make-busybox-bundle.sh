@@ -38,7 +38,7 @@ if [ -z "${BUSYBOX:-}" ]; then
 fi
 [ -x "$busybox" ] || rt_die "$busybox: not an executable"
 # A dynamically linked busybox would need its libraries inside the rootfs too.
-if command -v readelf >/dev/null && readelf -l "$busybox" 2>/dev/null | grep -q 'INTERP'; then
+if command -v readelf >/dev/null && readelf -l "$busybox" 2>/dev/null | grep 'INTERP' >/dev/null; then
   rt_die "$busybox is dynamically linked; install busybox-static or set BUSYBOX"
 fi
 

@@ -103,7 +103,9 @@ case $mode in
       src=$work/input.tar
     fi
     [ -f "$src" ] || rt_die "$src: no such file"
-    if tar -t -f "$src" 2>/dev/null | grep -qxE '(\./)?manifest\.json'; then
+    # grep reads the whole list (no -q): with pipefail, a grep that stops at the first match
+    # could kill tar with SIGPIPE and make a `docker save` tarball look like an export.
+    if tar -t -f "$src" 2>/dev/null | grep -xE '(\./)?manifest\.json' >/dev/null; then
       from_save "$src"
     else
       mkdir -p "$rootfs"

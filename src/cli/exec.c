@@ -15,7 +15,7 @@ static const char help[] =
     "seccomp filter and LSM label and is built from the container's own process (env, user,\n"
     "capabilities, rlimits, no_new_privs...), changed by the options below; with --process the\n"
     "whole process comes from a process.json file. Exits with the process's status (128+N if\n"
-    "killed by signal N) unless --detach.\n"
+    "killed by signal N) unless --detach; its own failures exit 255 (usage errors 1), as runc.\n"
     "\n"
     "Options:\n"
     "  -p, --process FILE        process.json (the process options below are then ignored)\n"
@@ -95,6 +95,11 @@ static int exec_harden(void *arg, const char *recorded, struct spec_process *p,
   return 0;
 }
 
+/* exec's own failures exit 255, as runc's, so a caller can tell them from the command's status
+ * (which passes through); a flag the parser does not take, or no container id, is a usage
+ * error (1), as there. */
+#define EXEC_FAILED 255
+
 int cmd_exec(struct cli_globals *g, int argc, char **argv) {
   enum {
     OPT_CWD = 256,
@@ -141,14 +146,16 @@ int cmd_exec(struct cli_globals *g, int argc, char **argv) {
     case OPT_CWD: o.cwd = optarg; break;
     case 'e':
       if (strchr(optarg, '=') == NULL || optarg[0] == '=') {
-        cli_usage_error("exec", "--env: \"%s\" is not K=V", optarg);
+        status = (cli_usage_error("exec", "--env: \"%s\" is not K=V", optarg), EXEC_FAILED);
         goto out;
       }
       push(&env, optarg);
       break;
     case 'u':
-      if (parse_user(optarg, &o) < 0)
+      if (parse_user(optarg, &o) < 0) {
+        status = EXEC_FAILED;
         goto out;
+      }
       break;
     case 'g': {
       uint32_t gid;
@@ -192,7 +199,7 @@ int cmd_exec(struct cli_globals *g, int argc, char **argv) {
   o.args = argv + optind + 1;
   o.n_args = (size_t)(argc - optind - 1);
   if (o.process_path == NULL && o.n_args == 0) {
-    cli_usage_error("exec", "a COMMAND or --process FILE is required");
+    status = (cli_usage_error("exec", "a COMMAND or --process FILE is required"), EXEC_FAILED);
     goto out;
   }
   o.env = env.items;
@@ -207,7 +214,7 @@ int cmd_exec(struct cli_globals *g, int argc, char **argv) {
   struct cm_error *err = NULL;
   int exit_status = 0;
   if (runtime_exec(&g->ctx, &o, &exit_status, &err) < 0)
-    status = cli_fail(err);
+    status = (cli_fail(err), EXEC_FAILED);
   else
     status = exit_status;
   policy_result_free(&policy.result);

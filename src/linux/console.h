@@ -22,6 +22,13 @@ int console_socket_send(const char *socket_path, int master_fd, struct cm_error 
  * in *keep (closing what was there) for a foreground proxy. */
 int console_route_master(const char *console_socket, int master_fd, int *keep, struct cm_error **err);
 
+/* Runtime side, foreground `run` or `exec` with a terminal and no --console-socket: the terminal
+ * the container's pty is proxied to, found as runc finds it: the first of stderr, stdout and
+ * stdin that is a terminal, else the controlling terminal (/dev/tty). A new fd (O_CLOEXEC), or -1
+ * and an error naming `what` asked for the terminal when there is none: without it the process
+ * would wait on its pty for input nobody can type. */
+int console_host_open(const char *what, struct cm_error **err);
+
 /* Runtime side, foreground `run` with a terminal: put the user's terminal `fd` in raw mode,
  * saving its settings in *saved; console_restore() puts them back (best effort, for exit paths). */
 int console_set_raw(int fd, struct termios *saved, struct cm_error **err);

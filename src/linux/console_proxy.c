@@ -3,6 +3,7 @@
 #include "linux/console.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -31,6 +32,24 @@ int console_route_master(const char *console_socket, int master_fd, int *keep, s
     close(*keep);
   *keep = master_fd;
   return 0;
+}
+
+int console_host_open(const char *what, struct cm_error **err) {
+  static const int std_fds[] = {STDERR_FILENO, STDOUT_FILENO, STDIN_FILENO};
+  for (size_t i = 0; i < sizeof(std_fds) / sizeof(std_fds[0]); i++) {
+    if (!isatty(std_fds[i]))
+      continue;
+    int fd = fcntl(std_fds[i], F_DUPFD_CLOEXEC, 3);
+    return fd < 0 ? cm_error_set(err, errno, "terminal: dup fd %d", std_fds[i]) : fd;
+  }
+  int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return cm_error_set(err, 0,
+                        "%s asks for a terminal, but stdin, stdout and stderr are not terminals and there is no "
+                        "controlling terminal (/dev/tty: %s): run it from a terminal, pass --console-socket, "
+                        "or do without the terminal",
+                        what, strerror(errno));
+  return fd;
 }
 
 int console_set_raw(int fd, struct termios *saved, struct cm_error **err) {

@@ -56,10 +56,21 @@ int runtime_pids(const struct runtime_context *ctx, const char *id, pid_t **pids
   if (open_with_cgroup(ctx, id, &c, err) < 0)
     return -1;
   int rc = 0;
-  if (is_alive(c.status))
+  if (is_alive(c.status)) {
     rc = cgroup_pids(c.cgroup, pids, n, err);
-  else
+  } else if (c.status == STATUS_STOPPED) {
+    /* A stopped container has no processes, except what outlived init in its cgroup (no pid
+     * namespace): those, or none (`ps` prints the header alone, as runc). */
+    struct cm_error *ignored = NULL;
+    if (c.cgroup && cgroup_pids(c.cgroup, pids, n, &ignored) < 0) {
+      free(*pids);
+      *pids = NULL;
+      *n = 0;
+    }
+    cm_error_freep(&ignored);
+  } else {
     rc = cm_error_set(err, 0, "container not running");
+  }
   container_close(&c);
   return rc;
 }

@@ -418,6 +418,12 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     if (selfclone_ensure(err) < 0)
       goto out;
   }
+  /* Once (not before a re-exec): relative mount destinations are allowed but deprecated. */
+  for (size_t i = 0; i < s->n_mounts; i++)
+    if (s->mounts[i].relative_destination)
+      cm_warn("config.json: .mounts[%zu].destination \"%s\" is not absolute: taken relative to / as \"%s\" "
+              "(relative destinations are deprecated)",
+              i, s->mounts[i].destination + 1, s->mounts[i].destination);
   /* Running from a sealed copy (re-exec'd by the branch above, or started that way): the
    * trampoline would add nothing, and an exec from a sealed copy needs no procfs in the container. */
   bool exec_direct = sealed;

@@ -220,6 +220,7 @@ struct exec_run {
   int sock;
   pid_t stage1, child;
   int console_master; /* foreground with a terminal and no console socket */
+  int host_tty;       /* the terminal it is proxied to (console_host_open) */
 };
 
 /* Drive stage1 and the process until EOF (the process exec'd) or an error. */
@@ -318,6 +319,10 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
     cm_error_set(err, 0, "cannot allocate a tty for a detached process without --console-socket");
     goto out;
   }
+  /* In the foreground the pty is proxied to our terminal: there must be one (runc fails so). */
+  if (p->terminal && !o->detach && o->console_socket == NULL &&
+      (r->host_tty = console_host_open("--tty (or process.terminal)", err)) < 0)
+    goto out;
   if (!p->terminal && o->console_socket) {
     cm_error_set(err, 0, "--console-socket needs a terminal (--tty or process.terminal)");
     goto out;
@@ -483,7 +488,7 @@ int runtime_exec(const struct runtime_context *ctx, const struct exec_options *o
   sigdelset(&all, SIGILL);
   if (!o->detach)
     sigprocmask(SIG_BLOCK, &all, &old);
-  struct exec_run r = {.opts = o, .sock = -1, .console_master = -1};
+  struct exec_run r = {.opts = o, .sock = -1, .console_master = -1, .host_tty = -1};
   int rc = -1;
   cleanup_close int sigfd = -1;
   if (exec_start(ctx, o, &r, err) < 0)
@@ -502,13 +507,15 @@ int runtime_exec(const struct runtime_context *ctx, const struct exec_options *o
     reap(&r.child);
     goto out;
   }
-  foreground_wait_and_forward(r.child, sigfd, r.console_master, exit_status);
+  foreground_wait_and_forward(r.child, sigfd, r.console_master, r.host_tty, exit_status);
   rc = 0;
 out:
   if (r.sock >= 0)
     close(r.sock);
   if (r.console_master >= 0)
     close(r.console_master);
+  if (r.host_tty >= 0)
+    close(r.host_tty);
   if (!o->detach)
     sigprocmask(SIG_SETMASK, &old, NULL);
   return rc;

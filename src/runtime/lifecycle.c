@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,8 +151,18 @@ int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, b
   struct container o;
   if (container_open(ctx, id, &o, err) < 0)
     return -1;
-  int rc;
-  if (o.status == STATUS_STOPPED || o.status == STATUS_CREATING)
+  int rc = 0;
+  if (o.status == STATUS_STOPPED && all) {
+    /* --all still reaches what is left in the cgroup (processes that outlived init without a
+     * pid namespace); nothing left, or no cgroup at all, is not an error (runc). */
+    struct cm_error *kerr = NULL;
+    if (o.cgroup && cgroup_kill_all(o.cgroup, signo, &kerr) < 0 && kerr->errnum != ENOTSUP) {
+      rc = -1;
+      *err = kerr;
+      kerr = NULL;
+    }
+    cm_error_freep(&kerr);
+  } else if (o.status == STATUS_STOPPED || o.status == STATUS_CREATING)
     rc = cm_error_set(err, 0, "container not running");
   else if (all && o.cgroup)
     rc = cgroup_kill_all(o.cgroup, signo, err);
@@ -184,6 +195,13 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
   struct container o;
   if (container_open(ctx, id, &o, err) < 0) {
     if (force && state_remove_if_corrupt(ctx->root, id) == 1) {
+      cm_error_freep(err);
+      return 0;
+    }
+    /* --force of a container that does not exist (a valid id, no state dir) has nothing to do
+     * and succeeds, as with runc and crun: containerd deletes with --force after a failed
+     * create and relies on it. */
+    if (force && container_id_validate(id, NULL) == 0 && !state_dir_exists(ctx->root, id)) {
       cm_error_freep(err);
       return 0;
     }
@@ -249,6 +267,39 @@ char *runtime_state_json(const struct runtime_context *ctx, const char *id, stru
   return json;
 }
 
+/* The OWNER column, as runc fills it: the user owning the container's state dir, by name from
+ * /etc/passwd (read directly: a static binary has no NSS), or "#UID" when it has none. */
+static char *owner_of(int dirfd) {
+  struct stat st;
+  if (fstat(dirfd, &st) < 0)
+    return strdup("");
+  char *name = NULL;
+  FILE *f = fopen("/etc/passwd", "re");
+  if (f) {
+    char *line = NULL;
+    size_t cap = 0;
+    while (name == NULL && getline(&line, &cap, f) > 0) {
+      char *uid_field = strchr(line, ':');
+      uid_field = uid_field ? strchr(uid_field + 1, ':') : NULL;
+      if (uid_field == NULL)
+        continue;
+      char *end;
+      unsigned long uid = strtoul(uid_field + 1, &end, 10);
+      if (end != uid_field + 1 && *end == ':' && uid == st.st_uid)
+        name = strndup(line, strcspn(line, ":"));
+    }
+    free(line);
+    fclose(f);
+  }
+  if (name == NULL && asprintf(&name, "#%u", (unsigned)st.st_uid) < 0)
+    name = NULL;
+  return name ? name : strdup("");
+}
+
+static int summary_by_id(const void *a, const void *b) {
+  return strcmp(((const struct container_summary *)a)->id, ((const struct container_summary *)b)->id);
+}
+
 int runtime_list(const struct runtime_context *ctx, struct container_summary **out, size_t *n,
                  struct cm_error **err) {
   *out = NULL;
@@ -280,10 +331,13 @@ int runtime_list(const struct runtime_context *ctx, struct container_summary **o
     s->status = strdup(container_status_name(o.status));
     s->bundle = strdup(o.st.bundle ? o.st.bundle : "");
     s->created = strdup(o.st.created ? o.st.created : "");
-    s->owner = strdup(o.st.owner ? o.st.owner : "");
+    s->owner = o.st.owner && *o.st.owner ? strdup(o.st.owner) : owner_of(o.dirfd);
     container_close(&o);
   }
   closedir(d);
+  /* Sorted by id, as runc lists them (readdir's order is the filesystem's). */
+  if (*n > 1)
+    qsort(*out, *n, sizeof(**out), summary_by_id);
   return 0;
 }
 

@@ -45,13 +45,13 @@ bool foreground_pump(int from, int to) {
   return true;
 }
 
-int foreground_wait_and_forward(pid_t init, int sigfd, int master, int *exit_status) {
+int foreground_wait_and_forward(pid_t init, int sigfd, int master, int host_tty, int *exit_status) {
   bool stdin_open = master >= 0, master_open = master >= 0;
-  bool raw = false;
+  bool raw = false, interrupted = false;
   struct termios saved;
-  if (master >= 0 && isatty(STDIN_FILENO)) {
-    raw = console_set_raw(STDIN_FILENO, &saved, NULL) == 0;
-    console_copy_winsize(STDIN_FILENO, master);
+  if (master >= 0 && host_tty >= 0) {
+    raw = console_set_raw(host_tty, &saved, NULL) == 0;
+    console_copy_winsize(host_tty, master);
   }
   int status = 0;
   bool exited = false;
@@ -86,8 +86,15 @@ int foreground_wait_and_forward(pid_t init, int sigfd, int master, int *exit_sta
             }
           }
         } else if (si.ssi_signo == SIGWINCH) {
-          if (master >= 0)
-            console_copy_winsize(STDIN_FILENO, master);
+          if (master >= 0 && host_tty >= 0)
+            console_copy_winsize(host_tty, master);
+        } else if (si.ssi_signo == SIGINT && master >= 0) {
+          if (raw) {
+            console_restore(host_tty, &saved);
+            raw = false;
+          }
+          interrupted = true;
+          kill(init, SIGKILL);
         } else {
           kill(init, (int)si.ssi_signo);
         }
@@ -95,8 +102,8 @@ int foreground_wait_and_forward(pid_t init, int sigfd, int master, int *exit_sta
     }
   }
   if (raw)
-    console_restore(STDIN_FILENO, &saved);
-  *exit_status = exit_code_of(status);
+    console_restore(host_tty, &saved);
+  *exit_status = interrupted ? 128 + SIGINT : exit_code_of(status);
   return 0;
 }
 
@@ -117,7 +124,12 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
   sigprocmask(SIG_BLOCK, &all, &old);
   struct created_container c = {.pid = -1, .console_master = -1, .start_sock = -1};
   int rc = -1;
-  cleanup_close int sigfd = -1;
+  cleanup_close int sigfd = -1, host_tty = -1;
+  /* A terminal proxied to ours: there must be one, or the process would wait on its pty for
+   * input nobody can type. Checked before anything is made (runc fails the same way). */
+  if (!detach && o.console_socket == NULL && o.spec && o.spec->process && o.spec->process->terminal &&
+      (host_tty = console_host_open("config.json's .process.terminal", err)) < 0)
+    goto out;
   if (runtime_create(ctx, &o, &c, err) < 0)
     goto out;
   if (runtime_start_at_once(ctx, o.id, o.spec, c.start_sock, err) < 0) {
@@ -137,7 +149,7 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
   }
   /* The child may already have exited before the signalfd existed: its SIGCHLD is pending and
    * the signalfd reports it. */
-  foreground_wait_and_forward(c.pid, sigfd, c.console_master, exit_status);
+  foreground_wait_and_forward(c.pid, sigfd, c.console_master, host_tty, exit_status);
   rc = 0;
   if (!keep) {
     struct cm_error *derr = NULL;
@@ -162,7 +174,8 @@ int signal_parse(const char *s, struct cm_error **err) {
   char *end;
   long n = strtol(s, &end, 10);
   if (*end == '\0') {
-    if (n <= 0 || n >= NSIG)
+    /* 0 is kill(2)'s probe: it checks that init is alive and signals nothing (runc accepts it). */
+    if (n < 0 || n >= NSIG)
       return cm_error_set(err, 0, "invalid signal \"%s\"", s);
     return (int)n;
   }

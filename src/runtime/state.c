@@ -91,6 +91,12 @@ int state_dir_create(const char *root, const char *id, struct cm_error **err) {
   return fd;
 }
 
+bool state_dir_exists(const char *root, const char *id) {
+  cleanup_free char *dir = state_dir_path(root, id);
+  struct stat st;
+  return lstat(dir, &st) == 0 || errno != ENOENT;
+}
+
 int state_dir_open_locked(const char *root, const char *id, struct cm_error **err) {
   if (container_id_validate(id, err) < 0)
     return -1;

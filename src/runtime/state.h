@@ -53,6 +53,8 @@ int state_dir_create(const char *root, const char *id, struct cm_error **err);
  * Missing → `container "ID" does not exist`. Returns the locked dir fd. */
 int state_dir_open_locked(const char *root, const char *id, struct cm_error **err);
 int state_dir_remove(const char *root, const char *id, struct cm_error **err);
+/* Whether <root>/<id> is there at all (a valid id is the caller's business). */
+bool state_dir_exists(const char *root, const char *id);
 
 int state_write(int dirfd, const struct container_state *st, struct cm_error **err);
 /* Returns 0, or 1 when state.json does not exist yet (container still creating). */

@@ -34,9 +34,15 @@ static int parse_mount(struct jctx *c, yajl_val v, struct spec_mount *m, struct 
   if (jval_object(c, v, err) < 0 || jrequire(c, v, "destination", err) < 0 ||
       jget_string(c, v, "destination", &m->destination, err) < 0)
     return -1;
+  /* The spec (config.md, Linux): a relative destination "MUST be interpreted as relative to /"
+   * (deprecated); runc 1.1 does so with a warning, which create prints. */
   if (!path_is_absolute(m->destination)) {
-    jpush_key(c, "destination");
-    return jerr(c, err, "must be an absolute path");
+    char *abs = NULL;
+    if (asprintf(&abs, "/%s", m->destination) < 0)
+      abort();
+    free(m->destination);
+    m->destination = abs;
+    m->relative_destination = true;
   }
   bool dotdot;
   char *clean = path_clean_absolute(m->destination, &dotdot);

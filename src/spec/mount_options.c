@@ -65,15 +65,15 @@ static const struct mount_option {
     {NULL, 0, 0},
 };
 
-/* What `features` advertises: the options we really apply. "rro" is decoded but not listed until
- * the rootfs layer applies it (runc and containerd treat a listed "rro" as a promise);
- * "tmpcopyup" is dropped, so not listed either. */
+/* What `features` advertises: the options we really apply (runc and containerd treat a listed
+ * option as a promise). "rro" is applied by mount_setattr(AT_RECURSIVE) in linux/mounts.c;
+ * "tmpcopyup" is dropped and "idmap"/"ridmap" refused, so they are not listed. */
 const char *const spec_mount_option_names[] = {
     "async",      "atime",       "bind",     "defaults",    "dev",         "diratime",
     "dirsync",    "exec",        "lazytime", "loud",        "mand",        "noatime",
     "nodev",      "nodiratime",  "noexec",   "nomand",      "norelatime",  "nostrictatime",
     "nosuid",     "nosymfollow", "private",  "rbind",       "relatime",    "remount",
-    "ro",         "rprivate",    "rshared",  "rslave",      "runbindable", "rw",
+    "ro",         "rprivate",    "rro",      "rshared",     "rslave",      "runbindable", "rw",
     "shared",     "silent",      "slave",    "strictatime", "suid",        "sync",
     "unbindable", NULL,
 };

@@ -249,7 +249,10 @@ static int parse_scheduler(struct jctx *c, yajl_val v, struct spec_scheduler *s,
   return 0;
 }
 
-int spec_parse_process(struct jctx *c, yajl_val v, struct spec_process *p, struct cm_error **err) {
+/* user_required: config.json's process must name its user; an `exec --process` file may leave it
+ * out and then runs as uid 0, gid 0, as with runc. */
+static int parse_process(struct jctx *c, yajl_val v, struct spec_process *p, bool user_required,
+                         struct cm_error **err) {
   if (jval_object(c, v, err) < 0)
     return -1;
   if (jget_bool(c, v, "terminal", &p->terminal, err) < 0)
@@ -271,12 +274,15 @@ int spec_parse_process(struct jctx *c, yajl_val v, struct spec_process *p, struc
     p->console_width = w;
   }
 
-  if (jrequire(c, v, "user", err) < 0)
-    return -1;
-  size_t mark = jpush_key(c, "user");
-  if (parse_user(c, jfind(v, "user"), &p->user, err) < 0)
-    return -1;
-  jpop(c, mark);
+  size_t mark;
+  if (user_required || jfind(v, "user") != NULL) {
+    if (jrequire(c, v, "user", err) < 0)
+      return -1;
+    mark = jpush_key(c, "user");
+    if (parse_user(c, jfind(v, "user"), &p->user, err) < 0)
+      return -1;
+    jpop(c, mark);
+  }
 
   if (jget_strv(c, v, "args", &p->args, err) < 0)
     return -1;
@@ -368,6 +374,10 @@ void spec_process_free(struct spec_process *p) {
   free(p);
 }
 
+int spec_parse_process(struct jctx *c, yajl_val v, struct spec_process *p, struct cm_error **err) {
+  return parse_process(c, v, p, true, err);
+}
+
 struct spec_process *spec_process_load_file(const char *path, struct cm_error **err) {
   const char *slash = strrchr(path, '/');
   const char *label = slash ? slash + 1 : path;
@@ -381,7 +391,7 @@ struct spec_process *spec_process_load_file(const char *path, struct cm_error **
   struct jctx c;
   jctx_init(&c, label);
   struct spec_process *p = xcalloc(1, sizeof(*p));
-  int r = spec_parse_process(&c, tree, p, err);
+  int r = parse_process(&c, tree, p, false, err);
   yajl_tree_free(tree);
   if (r < 0) {
     spec_process_free(p);

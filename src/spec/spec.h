@@ -36,6 +36,7 @@ struct spec_id_mapping {
 
 struct spec_mount {
   char *destination; /* absolute, cleaned */
+  bool relative_destination; /* written relative: taken relative to / (spec), with a warning */
   char *type;        /* may be NULL: then a bind if options say so */
   char *source;      /* may be NULL */
   struct spec_strv options;

@@ -77,7 +77,8 @@ nothing_left() {
 }
 
 # fails_with PATTERN...: the last run_cm exited 1 and its output matches every extended regex
-# (case-insensitive), and nothing is left behind.
+# (case-insensitive), and nothing is left behind. The wording is codemode's; every runtime must
+# fail with 1 and leave nothing.
 fails_with() {
   echo "exit $status; output: $output"
   [ "$status" -eq 1 ] || {
@@ -85,12 +86,14 @@ fails_with() {
     return 1
   }
   local pat
-  for pat in "$@"; do
-    grep -qiE -- "$pat" <<<"$output" || {
-      echo "output does not match /$pat/"
-      return 1
-    }
-  done
+  if codemode_part error-wording; then
+    for pat in "$@"; do
+      grep -qiE -- "$pat" <<<"$output" || {
+        echo "output does not match /$pat/"
+        return 1
+      }
+    done
+  fi
   nothing_left
 }
 
@@ -138,12 +141,14 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
 }
 
 @test "bad input: trailing garbage after the document" {
+  codemode_only strict-json
   jq . "$BUNDLE/config.json" >"$TEST_DIR/c" && { cat "$TEST_DIR/c"; echo '}{'; } >"$BUNDLE/config.json"
   run_cm create --bundle "$BUNDLE" "$CID"
   fails_with 'config\.json' 'invalid JSON|garbage'
 }
 
 @test "bad input: NUL byte inside a string" {
+  codemode_only strict-json
   jq -c . "$BUNDLE/config.json" | sed 's/"ociVersion"/"oci\\u0000Version"/' >"$TEST_DIR/c"
   mv "$TEST_DIR/c" "$BUNDLE/config.json"
   run_cm create --bundle "$BUNDLE" "$CID"
@@ -162,10 +167,12 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
 }
 
 @test "bad input: ociVersion of another major version" {
+  codemode_only oci-version
   bad_config '.ociVersion = "2.0.0"' '\.ociVersion' 'unsupported|version'
 }
 
 @test "bad input: ociVersion missing" {
+  codemode_only oci-version
   bad_config 'del(.ociVersion)' '\.ociVersion' 'missing|required'
 }
 
@@ -221,6 +228,7 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
 }
 
 @test "bad input: unknown capability" {
+  oracle_pending cap-unknown-warns
   bad_config '.process.capabilities.bounding += ["CAP_NOT_A_CAP"]' \
     '\.process\.capabilities\.bounding' 'CAP_NOT_A_CAP|unknown'
 }
@@ -245,11 +253,13 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
 }
 
 @test "bad input: unknown ioPriority class" {
+  codemode_only runc11-unsupported
   bad_config '.process.ioPriority = {class: "IOPRIO_CLASS_BOGUS", priority: 1}' \
     '\.process\.ioPriority\.class' 'unknown|IOPRIO_CLASS_BOGUS'
 }
 
 @test "bad input: unknown scheduler policy" {
+  codemode_only runc11-unsupported
   bad_config '.process.scheduler = {policy: "SCHED_BOGUS"}' \
     '\.process\.scheduler\.policy' 'unknown|SCHED_BOGUS'
 }
@@ -329,7 +339,9 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
   echo "exit $status; output: $output"
   [ "$status" -eq 1 ]
   grep -qiE "exists" <<<"$output"
-  grep -qF -- "$CID" <<<"$output"
+  if codemode_part error-wording; then
+    grep -qF -- "$CID" <<<"$output"
+  fi
   [ "$(state_field "$CID" status)" = created ]
   [ "$(state_field "$CID" pid)" = "$pid" ]
   kill -0 "$pid"
@@ -359,19 +371,17 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
   echo "exit $status; output: $output"
   [ "$status" -eq 1 ]
   grep -qiE 'signal' <<<"$output"
-  grep -qF '99' <<<"$output"
+  if codemode_part error-wording; then
+    grep -qF '99' <<<"$output"
+  fi
   [ "$(state_field "$CID" status)" = created ]
 }
 
 # ------------------------------------------------------------------------------------------
 # mounts
 
-@test "bad input: relative mount destination" {
-  bad_config '.mounts += [{destination: "mnt", type: "tmpfs", source: "tmpfs"}]' \
-    '\.mounts\[[0-9]+\]\.destination' 'absolute'
-}
-
 @test "bad input: mount destination with .." {
+  codemode_only mount-dest-dotdot
   bad_config '.mounts += [{destination: "/mnt/../../etc", type: "tmpfs", source: "tmpfs"}]' \
     '\.mounts\[[0-9]+\]\.destination' '\.\.'
 }
@@ -426,6 +436,7 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
 }
 
 @test "bad input: uid mappings without a user namespace" {
+  codemode_only idmap-without-userns
   bad_config "$maps" '\.linux\.uidMappings|user namespace' 'user namespace|without'
 }
 
@@ -493,6 +504,7 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
 }
 
 @test "bad input: device with a relative path" {
+  codemode_only relative-paths
   bad_config '.linux.devices = [{path: "dev/x", type: "c", major: 1, minor: 3}]' \
     '\.linux\.devices\[0\]\.path' 'absolute'
 }
@@ -506,6 +518,7 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
 }
 
 @test "bad input: cgroupsPath that climbs out with .." {
+  codemode_only cgroupspath-dotdot
   bad_config '.linux.cgroupsPath = "/../../../escape"' '\.linux\.cgroupsPath|cgroup' '\.\.'
 }
 
@@ -514,10 +527,12 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
 }
 
 @test "bad input: relative masked path" {
+  codemode_only relative-paths
   bad_config '.linux.maskedPaths = ["proc/kcore"]' '\.linux\.maskedPaths\[0\]' 'absolute'
 }
 
 @test "bad input: unknown personality domain" {
+  codemode_only runc11-unsupported
   bad_config '.linux.personality = {domain: "WINDOWS"}' '\.linux\.personality\.domain' 'WINDOWS|unknown'
 }
 

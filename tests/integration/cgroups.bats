@@ -76,6 +76,7 @@ start_detached() {
 }
 
 @test "--cgroup-manager disabled creates no cgroup" {
+  codemode_only crun-flags
   set_args cat /proc/self/cgroup
   run cm --cgroup-manager disabled run -b "$BUNDLE" "$CID"
   [ "$status" -eq 0 ]

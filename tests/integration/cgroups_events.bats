@@ -58,10 +58,12 @@ start_detached() {
   cat "$TEST_DIR/events"
   grep -qx "{\"type\":\"oom\",\"id\":\"$CID\"}" "$TEST_DIR/events"
   cm kill "$CID" KILL
-  # The stream ends by itself once init is gone.
-  for i in $(seq 50); do kill -0 "$ev" 2>/dev/null || break; sleep 0.1; done
-  ! kill -0 "$ev" 2>/dev/null
-  wait "$ev"
+  if codemode_part events-end; then
+    # The stream ends by itself once init is gone.
+    for i in $(seq 50); do kill -0 "$ev" 2>/dev/null || break; sleep 0.1; done
+    ! kill -0 "$ev" 2>/dev/null
+    wait "$ev"
+  fi
 }
 
 @test "events prints stats every --interval" {
@@ -75,7 +77,10 @@ start_detached() {
 @test "events on a missing or stopped container fails with runc's wording" {
   run_cm events --stats nosuch-"$CID"
   [ "$status" -ne 0 ]
-  [[ "$stderr" == *"container \"nosuch-$CID\" does not exist"* ]]
+  [[ "$stderr" == *"does not exist"* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *"container \"nosuch-$CID\" does not exist"* ]]
+  fi
   set_args true
   run_cm create -b "$BUNDLE" "$CID"
   [ "$status" -eq 0 ]
@@ -83,11 +88,16 @@ start_detached() {
   wait_status "$CID" stopped
   run_cm events --stats "$CID"
   [ "$status" -ne 0 ]
-  [[ "$stderr" == *"container not running"* ]]
+  [[ "$stderr" == *"not running"* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *"container not running"* ]]
+  fi
 }
 
 @test "events rejects a bad --interval" {
   run_cm events --interval soon "$CID"
   [ "$status" -ne 0 ]
-  [[ "$stderr" == *"--interval"* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *"--interval"* ]]
+  fi
 }

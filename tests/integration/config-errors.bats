@@ -11,8 +11,10 @@ expect_config_error() {
   run_cm create --bundle "$BUNDLE" "$CID"
   echo "stderr: $stderr"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == codemode:* ]]
-  [[ "$stderr" == *"$2"* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == codemode:* ]]
+    [[ "$stderr" == *"$2"* ]]
+  fi
   [ ! -e "$ROOT/$CID" ]
   [ -z "$(cm list -q)" ]
   [ -z "$(test_processes "$CM_TEST_TOKEN:$CID")" ]
@@ -22,7 +24,9 @@ expect_config_error() {
   echo '{"ociVersion": "1.2.0", "process": ' >"$BUNDLE/config.json"
   run_cm create --bundle "$BUNDLE" "$CID"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == codemode:*config.json* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == codemode:*config.json* ]]
+  fi
   [ ! -e "$ROOT/$CID" ]
 }
 
@@ -40,7 +44,10 @@ expect_config_error() {
   [[ "$stderr" == *"$TEST_DIR/nope"* ]]
 }
 
-@test "ociVersion missing" { expect_config_error 'del(.ociVersion)' ociVersion; }
+@test "ociVersion missing" {
+  codemode_only oci-version
+  expect_config_error 'del(.ociVersion)' ociVersion
+}
 @test "process.args empty" { expect_config_error '.process.args = []' process.args; }
 @test "process.args not strings" { expect_config_error '.process.args = ["sh", 1]' process.args; }
 @test "process.cwd relative" { expect_config_error '.process.cwd = "tmp"' process.cwd; }
@@ -48,10 +55,12 @@ expect_config_error() {
 @test "process.env not an array" { expect_config_error '.process.env = "PATH=/bin"' process.env; }
 @test "process.rlimits unknown type" { expect_config_error '.process.rlimits = [{type: "RLIMIT_BOGUS", soft: 1, hard: 1}]' process.rlimits; }
 @test "process.rlimits soft above hard" { expect_config_error '.process.rlimits = [{type: "RLIMIT_NOFILE", soft: 10, hard: 5}]' process.rlimits; }
-@test "process.capabilities unknown name" { expect_config_error '.process.capabilities.bounding += ["CAP_NOT_A_CAP"]' process.capabilities.bounding; }
+@test "process.capabilities unknown name" {
+  oracle_pending cap-unknown-warns
+  expect_config_error '.process.capabilities.bounding += ["CAP_NOT_A_CAP"]' process.capabilities.bounding
+}
 @test "root missing" { expect_config_error 'del(.root)' root; }
 @test "root.path does not exist" { expect_config_error '.root.path = "no-such-rootfs"' root.path; }
-@test "mounts[].destination relative" { expect_config_error '.mounts += [{destination: "relative", type: "tmpfs", source: "tmpfs"}]' 'mounts[7].destination'; }
 @test "mounts[] not an object" { expect_config_error '.mounts += ["oops"]' 'mounts[7]'; }
 @test "linux.namespaces unknown type" { expect_config_error '.linux.namespaces += [{type: "bogus"}]' linux.namespaces; }
 @test "linux.namespaces duplicate type" { expect_config_error '.linux.namespaces += [{type: "pid"}]' linux.namespaces; }
@@ -77,5 +86,8 @@ expect_config_error() {
   set_cfg '.process.args = []'
   run_cm --log "$TEST_DIR/log.json" --log-format json create --bundle "$BUNDLE" "$CID"
   [ "$status" -eq 1 ]
-  jq -e -s '[.[] | select(.level == "error")] | last | .msg | contains("process.args")' "$TEST_DIR/log.json"
+  jq -e -s '[.[] | select(.level == "error")] | length > 0' "$TEST_DIR/log.json"
+  if codemode_part error-wording; then
+    jq -e -s '[.[] | select(.level == "error")] | last | .msg | contains("process.args")' "$TEST_DIR/log.json"
+  fi
 }

@@ -50,6 +50,7 @@ wait_receiver() {
 }
 
 @test "foreground run with --console-socket waits and returns the exit status" {
+  codemode_only run-console-socket
   start_receiver
   bundle_set_terminal "$BUNDLE" true
   set_args sh -c 'echo on-tty; exit 6'
@@ -106,4 +107,72 @@ wait_receiver() {
   [ "$status" -eq 1 ]
   [[ "$stderr" == *nobody.sock* ]]
   [ -z "$(cm list -q)" ]
+}
+
+# Foreground, terminal: true, no --console-socket: the pty is proxied to the caller's terminal (the
+# first of stderr, stdout, stdin that is one, else /dev/tty, as runc finds it). With none (no
+# controlling terminal: setsid), the process would wait on its pty for input nobody can type:
+# it fails at once instead, and nothing is made (runc: "open /dev/tty: no such device or address").
+@test "a foreground run with terminal: true and no terminal to attach fails at once, leaving nothing" {
+  bundle_set_terminal "$BUNDLE" true
+  set_args sh
+  status=0
+  timeout --kill-after=5 20 setsid -w "$CODEMODE" --root "$ROOT" run -b "$BUNDLE" "$CID" \
+    </dev/null >"$TEST_DIR/out" 2>"$TEST_DIR/err" 3>&- || status=$?
+  stderr=$(cat "$TEST_DIR/err")
+  echo "status $status: $stderr"
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *tty* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *".process.terminal"*"--console-socket"* ]]
+  fi
+  [ -z "$(cm list -q)" ]
+  [ -z "$(ls -A "$ROOT")" ]
+  [ -z "$(test_processes "$CM_TEST_TOKEN:$CID")" ]
+}
+
+@test "exec --tty in the foreground with no terminal to attach fails at once with 255" {
+  set_args sleep 1000
+  run_cm run --detach -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  status=0
+  timeout --kill-after=5 20 setsid -w "$CODEMODE" --root "$ROOT" exec --tty "$CID" sh \
+    </dev/null >"$TEST_DIR/out" 2>"$TEST_DIR/err" 3>&- || status=$?
+  echo "status $status: $(cat "$TEST_DIR/err")"
+  [ "$status" -eq 255 ]
+  [[ "$(cat "$TEST_DIR/err")" == *tty* ]]
+  # Nothing was started in the container.
+  run_cm ps --format json "$CID"
+  echo "$stdout" | jq -e 'length == 1'
+}
+
+# With a terminal the host terminal is raw, so a SIGINT is never a key typed for the container:
+# it is the caller stopping the run (runc leaves on it too). The container is stopped with it.
+@test "SIGINT stops a foreground run with a terminal, and its container" {
+  bundle_set_terminal "$BUNDLE" true
+  set_args sleep 1000
+  # script(1) gives the run a pty as its terminal; -e returns the run's exit status.
+  script -qefc "$(printf '%q ' "$CODEMODE" --root "$ROOT" run -b "$BUNDLE" "$CID")" /dev/null \
+    </dev/null >"$TEST_DIR/out" 2>&1 3>&- &
+  local script_pid=$! st=0 init run_pid
+  bg_track "$script_pid"
+  wait_status "$CID" running
+  init=$(state_field "$CID" pid)
+  run_pid=$(root_processes "$ROOT" | head -n 1)
+  [ -n "$run_pid" ]
+  kill -INT "$run_pid"
+  local i
+  for i in $(seq 100); do kill -0 "$script_pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$script_pid" 2>/dev/null; then
+    echo "the run is still there 10 s after SIGINT: $(cat "$TEST_DIR/out")"
+    return 1
+  fi
+  wait "$script_pid" || st=$?
+  echo "run exited $st: $(cat "$TEST_DIR/out")"
+  ! kill -0 "$init" 2>/dev/null
+  if codemode_part run-tty-sigint; then
+    # 128+SIGINT, and the run cleaned up as after any exit.
+    [ "$st" -eq 130 ]
+    [ -z "$(cm list -q)" ]
+  fi
 }

@@ -126,8 +126,8 @@ EOF
 @test "exec --tty --detach without --console-socket is refused" {
   start_container
   run_cm exec --tty --detach "$CID" true
-  [ "$status" -ne 0 ]
-  [[ "$stderr" == *console-socket* ]]
+  [ "$status" -eq 255 ]
+  [[ "$stderr" == *console[-\ ]socket* ]]
 }
 
 @test "exec --preserve-fds passes extra fds" {
@@ -142,29 +142,83 @@ EOF
   [ "$stdout" = none ]
 }
 
-@test "exec in a paused container, a stopped one, a missing one: clear errors" {
+# exec's own failures exit 255 (runc), so a caller can tell them from the command's status.
+@test "exec in a paused container, a stopped one, a missing one: clear errors, status 255" {
   start_container
   run_cm pause "$CID"
   [ "$status" -eq 0 ]
   run_cm exec "$CID" true
-  [ "$status" -ne 0 ]
+  [ "$status" -eq 255 ]
   [[ "$stderr" == *"cannot exec in a paused container"* ]]
   run_cm resume "$CID"
   run_cm kill "$CID" KILL
   wait_status "$CID" stopped
   run_cm exec "$CID" true
-  [ "$status" -ne 0 ]
+  [ "$status" -eq 255 ]
   [[ "$stderr" == *"cannot exec in a stopped container"* ]]
   run_cm exec nosuch-container true
-  [[ "$stderr" == *'container "nosuch-container" does not exist'* ]]
+  [ "$status" -eq 255 ]
+  [[ "$stderr" == *"does not exist"* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *'container "nosuch-container" does not exist'* ]]
+  fi
+}
+
+@test "exec: its own failures exit 255, the command's status passes through, bad flags are usage errors (1)" {
+  start_container
+  run_cm exec "$CID" sh -c 'exit 255'
+  [ "$status" -eq 255 ]
+  run_cm exec "$CID" sh -c 'exit 7'
+  [ "$status" -eq 7 ]
+  # The runtime's own failures: a bad process.json, a bad --user, a cwd that is not there, no command.
+  echo '{bad' >"$TEST_DIR/bad.json"
+  run_cm exec -p "$TEST_DIR/bad.json" "$CID"
+  [ "$status" -eq 255 ]
+  run_cm exec -p "$TEST_DIR/no-such.json" "$CID"
+  [ "$status" -eq 255 ]
+  run_cm exec --user abc "$CID" true
+  [ "$status" -eq 255 ]
+  run_cm exec --cwd /no/such/dir "$CID" true
+  [ "$status" -eq 255 ]
+  run_cm exec "$CID"
+  [ "$status" -eq 255 ]
+  run_cm exec --pid-file "$TEST_DIR/no-such-dir/pid" --detach "$CID" true
+  [ "$status" -eq 255 ]
+  # A flag the parser does not know, or no container id: usage errors, 1, as runc.
+  run_cm exec --no-such-flag "$CID" true
+  [ "$status" -eq 1 ]
+  run_cm exec
+  [ "$status" -eq 1 ]
+}
+
+@test "exec -p process.json without .user runs as uid 0, gid 0" {
+  start_container
+  jq -n '{args: ["sh", "-c", "id -u; id -g"], cwd: "/", env: ["PATH=/bin:/usr/bin"]}' >"$TEST_DIR/p.json"
+  run_cm exec -p "$TEST_DIR/p.json" "$CID"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 0 ]
+  [ "${lines[1]}" = 0 ]
+  # Also when the container's own process runs as another user: process.json replaces it whole.
+  set_cfg '.process.user = {uid: 1000, gid: 1000}'
+  set_args sleep 1000
+  run_cm run -d -b "$BUNDLE" "$CID-u"
+  [ "$status" -eq 0 ]
+  run_cm exec -p "$TEST_DIR/p.json" "$CID-u"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 0 ]
+  [ "${lines[1]}" = 0 ]
 }
 
 @test "exec: a missing command is reported by the child, with Go's wording" {
   start_container
   run_cm exec "$CID" nosuchcommand
-  [ "$status" -ne 0 ]
-  [[ "$stderr" == *'"nosuchcommand": executable file not found in $PATH'* ]]
+  [ "$status" -eq 255 ]
+  [[ "$stderr" == *nosuchcommand*'executable file not found in $PATH'* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *'"nosuchcommand": executable file not found in $PATH'* ]]
+  fi
   run_cm exec "$CID" /etc/passwd
+  [ "$status" -eq 255 ]
   [[ "$stderr" == *"permission denied"* ]]
   run_cm exec --cwd relative "$CID" true
   [ "$status" -ne 0 ]

@@ -49,16 +49,22 @@ all_hooks_bundle() {
   run sed -n '3,$p' "$out/order"
   # poststart may race with the container's own output; poststop is always last.
   [ "${lines[0]}" = createContainer ]
-  [ "${lines[1]}" = startContainer ]
   [ "${lines[-1]}" = poststop ]
   [[ " ${lines[*]} " == *" poststart "* ]]
-  [[ " ${lines[*]} " == *" container-ran "* ]]
+  [[ " ${lines[*]} " == *" startContainer container-ran "* ]]
+  if codemode_part runc-poststart-race; then
+    # poststart runs after the process was executed, so after startContainer.
+    [ "${lines[1]}" = startContainer ]
+  fi
   local k
   for k in prestart createRuntime createContainer startContainer poststart poststop; do
     jq -e --arg id "$CID" --arg b "$BUNDLE" '.id == $id and .bundle == $b and (.ociVersion | type == "string")' "$out/$k.json"
   done
   jq -e '.pid > 0' "$out/prestart.json"
-  jq -e '.status == "running"' "$out/poststart.json"
+  if codemode_part runc-poststart-race; then
+    # The process runs when poststart is called (runc's often says "created").
+    jq -e '.status == "running"' "$out/poststart.json"
+  fi
   jq -e '.status == "stopped"' "$out/poststop.json"
 }
 
@@ -83,7 +89,9 @@ SH
   set_args sleep 1000
   run_cm create --bundle "$BUNDLE" "$CID"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == *prestart* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *prestart* ]]
+  fi
   run cm state "$CID"
   [ "$status" -eq 1 ]
   [ ! -e "$ROOT/$CID" ]
@@ -95,7 +103,9 @@ SH
   set_args sleep 1000
   run_cm run -b "$BUNDLE" "$CID"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == *createRuntime* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *createRuntime* ]]
+  fi
   [ -z "$(cm list -q)" ]
 }
 
@@ -106,7 +116,9 @@ SH
   run_cm create --bundle "$BUNDLE" "$CID"
   [ "$status" -eq 1 ]
   [ $((SECONDS - t0)) -lt 20 ]
-  [[ "$stderr" == *prestart* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *prestart* ]]
+  fi
   ! pgrep -fx "sleep 123.456" >/dev/null
 }
 
@@ -143,5 +155,7 @@ SH
   set_cfg '.hooks.prestart = [{path: "relative/hook"}]'
   run_cm run -b "$BUNDLE" "$CID"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == *hooks.prestart* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *hooks.prestart* ]]
+  fi
 }

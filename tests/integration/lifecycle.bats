@@ -68,7 +68,9 @@ load ../lib/helpers
   cm start "$CID"
   run --separate-stderr cm start "$CID"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == codemode:* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == codemode:* ]]
+  fi
 }
 
 @test "a started process that exits leaves the container 'stopped'" {
@@ -94,7 +96,10 @@ load ../lib/helpers
   [ "$status" -eq 0 ]
   run --separate-stderr cm state "$CID"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == *"container \"$CID\" does not exist"* ]]
+  [[ "$stderr" == *"does not exist"* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *"container \"$CID\" does not exist"* ]]
+  fi
   [ ! -e "$ROOT/$CID" ]
 }
 
@@ -143,7 +148,9 @@ load ../lib/helpers
   run_cm create --bundle "$BUNDLE" "$CID"
   run --separate-stderr cm kill "$CID" NOTASIGNAL
   [ "$status" -eq 1 ]
-  [[ "$stderr" == codemode:* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == codemode:* ]]
+  fi
   run --separate-stderr cm kill "$CID" 99999
   [ "$status" -eq 1 ]
   [ "$(state_field "$CID" status)" = created ]
@@ -167,6 +174,44 @@ load ../lib/helpers
   [[ "$stderr" == *"container not running"* ]]
 }
 
+@test "kill ID 0 probes the init: 0 while it lives (created, running), 'not running' once stopped" {
+  set_args sleep 1000
+  run_cm create --bundle "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  run_cm kill "$CID" 0
+  [ "$status" -eq 0 ]
+  [ "$(state_field "$CID" status)" = created ]
+  cm start "$CID"
+  wait_status "$CID" running
+  run_cm kill "$CID" 0
+  [ "$status" -eq 0 ]
+  [ "$(state_field "$CID" status)" = running ]
+  cm kill "$CID" KILL
+  wait_status "$CID" stopped
+  run_cm kill "$CID" 0
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *"container not running"* ]]
+}
+
+@test "kill --all of a stopped container is not an error" {
+  set_args true
+  run_cm create --bundle "$BUNDLE" "$CID"
+  cm start "$CID"
+  wait_status "$CID" stopped
+  run_cm kill --all "$CID" KILL
+  [ "$status" -eq 0 ]
+  run_cm kill --all "$CID" 0
+  [ "$status" -eq 0 ]
+  [ "$(state_field "$CID" status)" = stopped ]
+  # Without --all it still says so, as above.
+  run_cm kill "$CID" TERM
+  [ "$status" -eq 1 ]
+  # A container that does not exist is an error with --all too.
+  run_cm kill --all "nosuch-$CID" KILL
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *"does not exist"* ]]
+}
+
 @test "delete of a running container without --force fails and leaves it running" {
   set_args sleep 1000
   run_cm create --bundle "$BUNDLE" "$CID"
@@ -174,7 +219,9 @@ load ../lib/helpers
   wait_status "$CID" running
   run --separate-stderr cm delete "$CID"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == codemode:* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == codemode:* ]]
+  fi
   [ "$(state_field "$CID" status)" = running ]
 }
 
@@ -203,10 +250,21 @@ load ../lib/helpers
   [ -z "$(cm list -q)" ]
 }
 
-@test "delete --force of a container that does not exist is an error" {
+# containerd deletes with --force when it cleans up after a failed create, and relies on this.
+@test "delete --force of a container that does not exist succeeds; without --force it is an error" {
   run --separate-stderr cm delete --force nosuch
+  [ "$status" -eq 0 ]
+  [ -z "$output" ]
+  [ ! -e "$ROOT/nosuch" ]
+  run --separate-stderr cm delete nosuch
   [ "$status" -eq 1 ]
-  [[ "$stderr" == *'container "nosuch" does not exist'* ]]
+  [[ "$stderr" == *"does not exist"* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *'container "nosuch" does not exist'* ]]
+  fi
+  # An id no container could have is still refused, even with --force.
+  run --separate-stderr cm delete --force ../x
+  [ "$status" -eq 1 ]
 }
 
 @test "a duplicate id is refused and the first container is untouched" {
@@ -217,7 +275,9 @@ load ../lib/helpers
   pid=$(state_field "$CID" pid)
   run_cm create --bundle "$BUNDLE" "$CID"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == codemode:* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == codemode:* ]]
+  fi
   [[ "$stderr" == *exist* ]]
   [ "$(state_field "$CID" pid)" = "$pid" ]
   [ "$(state_field "$CID" status)" = created ]
@@ -230,7 +290,9 @@ load ../lib/helpers
     run_cm create --bundle "$BUNDLE" "$id"
     echo "id '${id:0:40}': status $status: $stderr"
     [ "$status" -eq 1 ]
-    [[ "$stderr" == codemode:* ]]
+    if codemode_part error-wording; then
+      [[ "$stderr" == codemode:* ]]
+    fi
   done
   # Nothing escaped the state dir, nothing was left in it.
   [ ! -e "$TEST_DIR/x" ]
@@ -243,9 +305,14 @@ load ../lib/helpers
   id=$(printf 'b%.0s' $(seq 1024))
   set_args true
   run_cm run -b "$BUNDLE" "$id"
-  # Allowed by the contract; if the runtime caps lower it must say so clearly.
+  # Allowed by the contract; if the runtime caps lower it must say so clearly (codemode and
+  # runc 1.1.5 both do: the state dir is named after the id, and a name is at most 255 bytes).
   if [ "$status" -ne 0 ]; then
-    [[ "$stderr" == codemode:* ]]
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == *"too long"* ]]
+    if codemode_part error-wording; then
+      [[ "$stderr" == codemode:* ]]
+    fi
   fi
 }
 

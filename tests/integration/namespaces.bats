@@ -86,6 +86,7 @@ userns_bundle() {
 }
 
 @test "time namespace: boottime and monotonic offsets shift /proc/uptime and the monotonic clock" {
+  codemode_only runc11-unsupported
   [ -e /proc/self/ns/time ] || skip "kernel without time namespaces"
   bundle_add_namespace "$BUNDLE" time
   set_cfg '.linux.timeOffsets = {boottime: {secs: 864000, nanosecs: 0}, monotonic: {secs: 432000, nanosecs: 0}}'
@@ -101,6 +102,7 @@ userns_bundle() {
 }
 
 @test "timeOffsets without a time namespace are refused" {
+  codemode_only runc11-unsupported
   set_cfg '.linux.timeOffsets = {boottime: {secs: 10, nanosecs: 0}}'
   run_cm run -b "$BUNDLE" "$CID"
   [ "$status" -eq 1 ]

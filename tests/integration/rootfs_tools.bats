@@ -171,7 +171,7 @@ expect_test_image_output() {
   [ ! -e "$W/b/rootfs/etc/.wh.old.txt" ] && [ ! -e "$W/b/rootfs/opq/.wh..wh..opq" ]
   [ "$(jq -c .process.user "$W/b/config.json")" = '{"uid":1000,"gid":1000}' ]
   run_cm run -b "$W/b" "$CID"
-  [ "$status" -eq 0 ]
+  [ "$status" -eq 0 ] || { echo "run: status $status: $output" >&2; false; }
   expect_test_image_output
 }
 
@@ -208,7 +208,7 @@ expect_test_image_output() {
   run "$TOOLS/make-oci-layout-bundle.sh" "$W/layout" "$W/b"
   [ "$status" -eq 0 ]
   run_cm run -b "$W/b" "$CID"
-  [ "$status" -eq 0 ]
+  [ "$status" -eq 0 ] || { echo "run: status $status: $output" >&2; false; }
   expect_test_image_output
 }
 
@@ -289,7 +289,7 @@ PY
   run "$TOOLS/make-docker-export-bundle.sh" "$W/saved.tar" "$W/b"
   [ "$status" -eq 0 ] || { echo "make-docker-export-bundle.sh: $output" >&2; false; }
   run_cm run -b "$W/b" "$CID"
-  [ "$status" -eq 0 ]
+  [ "$status" -eq 0 ] || { echo "run: status $status: $output" >&2; false; }
   expect_test_image_output
 }
 

@@ -108,6 +108,7 @@ load ../lib/helpers
 }
 
 @test "run --config FILE uses that file instead of the bundle's config.json" {
+  codemode_only crun-flags
   set_args echo from-bundle
   cp "$BUNDLE/config.json" "$TEST_DIR/other.json"
   bundle_jq "$BUNDLE" '.' # no-op, keeps the bundle's own config valid
@@ -118,6 +119,7 @@ load ../lib/helpers
 }
 
 @test "run --config with a missing file is an error naming it" {
+  codemode_only crun-flags
   run --separate-stderr cm run --config "$TEST_DIR/missing.json" -b "$BUNDLE" "$CID"
   [ "$status" -eq 1 ]
   [[ "$stderr" == *missing.json* ]]

@@ -40,7 +40,9 @@ load ../lib/helpers
   echo '{"mine": true}' >"$TEST_DIR/s/config.json"
   run --separate-stderr cm spec -b "$TEST_DIR/s"
   [ "$status" -eq 1 ]
-  [[ "$stderr" == codemode:* ]]
+  if codemode_part error-wording; then
+    [[ "$stderr" == codemode:* ]]
+  fi
   [[ "$stderr" == *config.json* ]]
   [ "$(cat "$TEST_DIR/s/config.json")" = '{"mine": true}' ]
 }
@@ -75,6 +77,7 @@ load ../lib/helpers
 }
 
 @test "the embedded default in rootfs-tools matches what spec writes" {
+  codemode_only spec-default
   mkdir "$TEST_DIR/s"
   cm spec -b "$TEST_DIR/s"
   rt_write_default_config "$TEST_DIR/embedded.json"

@@ -16,6 +16,7 @@
 #                  $output (stdout+stderr), $stdout, $stderr, $lines
 #   set_args CMD…, set_cfg 'jq-expression' [jq options], set_env NAME=VALUE…
 #   wait_status ID STATUS, state_field ID FIELD, host_pid_alive PID
+#   codemode_only ID, codemode_part ID, oracle_pending ID: the oracle markers (oracle.bash)
 # A file that defines its own setup/teardown calls cm_setup / cm_teardown from them.
 
 CM_REPO=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd)
@@ -33,6 +34,8 @@ export CM_TEST_TOKEN
 : "${CM_RUN_TAG:=$(printf '%04x' $((RANDOM % 65536)))}"
 export CM_RUN_TAG
 CM_TIMEOUT=${CM_TIMEOUT:-60}
+# shellcheck source=tests/lib/oracle.bash
+. "$CM_REPO/tests/lib/oracle.bash"
 
 bats_require_minimum_version 1.5.0
 
@@ -65,6 +68,7 @@ cm_make_template() {
   bundle_set_terminal "$dir" false || return 1
   bundle_set_args "$dir" true || return 1
   bundle_set_hostname "$dir" cm-test || return 1
+  cm_oracle_adapt_template "$dir"
 }
 
 cm() {
@@ -159,8 +163,14 @@ bg_track() { CM_BG_PIDS+=("$1"); }
 mount_track() { CM_MOUNTS+=("$1"); }
 
 # mounts_under DIR: mount points in this mount namespace at or below DIR, deepest first.
+# An empty or "/" DIR (a variable a failed setup never set) lists nothing: callers unmount what it
+# prints, and "everything under /" is the host's /sys, /proc and /dev (issue 14: a teardown whose
+# setup had failed lazily unmounted all of them).
 mounts_under() {
-  awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
+  case ${1%/} in
+    "") echo "mounts_under: refusing \"$1\" (empty or /)" >&2; return 0 ;;
+  esac
+  awk -v d="${1%/}" '$5 == d || index($5, d "/") == 1 { print $5 }' /proc/self/mountinfo | sort -r
 }
 
 skip_unless_file() {
@@ -177,6 +187,7 @@ cm_setup_file() {
 }
 
 cm_setup() {
+  [ -z "${CM_FILE_ONLY:-}" ] || codemode_only "$CM_FILE_ONLY"
   [ -x "$CODEMODE" ] || {
     echo "CODEMODE=$CODEMODE is not built (run make)" >&2
     return 1

@@ -12,6 +12,7 @@
 # never sees them.
 
 load lib
+codemode_only_file mcp-profile
 
 bats_require_minimum_version 1.5.0
 

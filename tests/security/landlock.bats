@@ -7,6 +7,7 @@
 # operation per word and prints "<op>: ok" or the errno's name.
 
 load ../lib/helpers
+codemode_only_file landlock
 
 setup_file() {
   cm_setup_file

@@ -65,8 +65,14 @@ assert_host_untouched() {
   fi
 }
 
-# A refusal must be a clear error: one codemode: line that names what it refused.
+# A refusal must be a clear error: one codemode: line that names what it refused. (Every runtime
+# must say something; the wording is codemode's.)
 assert_clear_refusal() { # assert_clear_refusal WORD
+  [ -n "$stderr" ] || {
+    echo "a refusal without any error message: $output" >&2
+    return 1
+  }
+  codemode_part error-wording || return 0
   [[ $stderr == *"codemode: "* ]] || {
     echo "no codemode error on stderr: $output" >&2
     return 1

@@ -5,6 +5,7 @@
 # test bundle has. Every attempt is bounded in time and iterations.
 
 load ../lib/helpers
+codemode_only_file mcp-profile
 
 setup_file() {
   cm_setup_file

@@ -8,6 +8,7 @@
 # mcp_escape/.
 
 load ../lib/helpers
+codemode_only_file mcp-profile
 
 setup_file() {
   cm_setup_file

@@ -118,8 +118,8 @@ static void test_features(void **state) {
   const char *opts_path[] = {"mountOptions", NULL};
   yajl_val opts = yajl_tree_get(tree, opts_path, yajl_t_array);
   assert_non_null(opts);
-  /* "rro" must not be promised until the mount layer applies it. */
-  assert_false(json_array_has(opts, "rro"));
+  /* "rro" is applied (mount_setattr AT_RECURSIVE); "tmpcopyup" is dropped, so not promised. */
+  assert_true(json_array_has(opts, "rro"));
   assert_false(json_array_has(opts, "tmpcopyup"));
   assert_true(json_array_has(opts, "rbind"));
   assert_true(json_array_has(opts, "nosymfollow"));
@@ -184,11 +184,50 @@ static void test_load_file_invalid(void **state) {
   char *path = write_file(
       t, "bad.json",
       "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"user\":{\"uid\":0,\"gid\":0},"
-      "\"args\":[\"sh\"],\"cwd\":\"/\"},\"mounts\":[{\"destination\":\"/a\"},{\"destination\":\"x\"}]}");
+      "\"args\":[\"sh\"],\"cwd\":\"/\"},\"mounts\":[{\"destination\":\"/a\"},{\"destination\":\"x/../..\"}]}");
   struct cm_error *err = NULL;
   assert_null(spec_load_file(path, "config.json", &err));
-  assert_string_equal(err->msg, "config.json: .mounts[1].destination: must be an absolute path");
+  assert_string_equal(err->msg, "config.json: .mounts[1].destination: must not contain \"..\"");
   assert_int_equal(err->errnum, 0);
+  cm_error_free(err);
+  free(path);
+}
+
+/* The spec: a relative destination is relative to / (deprecated); create warns about it. */
+static void test_relative_mount_destination(void **state) {
+  struct tmpdir *t = *state;
+  char *path = write_file(
+      t, "rel.json",
+      "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"user\":{\"uid\":0,\"gid\":0},"
+      "\"args\":[\"sh\"],\"cwd\":\"/\"},\"mounts\":[{\"destination\":\"/a\"},{\"destination\":\"x//y/.\"}]}");
+  struct cm_error *err = NULL;
+  struct spec *s = spec_load_file(path, "config.json", &err);
+  if (s == NULL)
+    fail_msg("%s", err->msg);
+  assert_false(s->mounts[0].relative_destination);
+  assert_string_equal(s->mounts[1].destination, "/x/y");
+  assert_true(s->mounts[1].relative_destination);
+  spec_free(s);
+  free(path);
+}
+
+/* exec --process without .user runs as uid 0, gid 0 (runc); config.json's process needs it. */
+static void test_process_file_without_user(void **state) {
+  struct tmpdir *t = *state;
+  char *path = write_file(t, "process.json", "{\"args\":[\"id\"],\"cwd\":\"/\"}");
+  struct cm_error *err = NULL;
+  struct spec_process *p = spec_process_load_file(path, &err);
+  if (p == NULL)
+    fail_msg("%s", err->msg);
+  assert_int_equal(p->user.uid, 0);
+  assert_int_equal(p->user.gid, 0);
+  assert_int_equal(p->user.n_additional_gids, 0);
+  spec_process_free(p);
+  free(path);
+  path = write_file(t, "config.json",
+                    "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\"}}");
+  assert_null(spec_load_file(path, "config.json", &err));
+  assert_string_equal(err->msg, "config.json: .process.user: missing");
   cm_error_free(err);
   free(path);
 }
@@ -225,7 +264,7 @@ static void test_process_file_errors(void **state) {
        "process.json: .args: must be a non-empty array of strings"},
       {"{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"tmp\"}",
        "process.json: .cwd: must be an absolute path"},
-      {"{\"args\":[\"sh\"],\"cwd\":\"/\"}", "process.json: .user: missing"},
+      {"{\"user\":{\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"/\"}", "process.json: .user.uid: missing"},
       {"{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"/"
        "\",\"capabilities\":{\"ambient\":[\"CAP_NOPE\"]}}",
        "process.json: .capabilities.ambient[0]: unknown capability \"CAP_NOPE\""},
@@ -300,6 +339,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_load_file_invalid, setup_tmpdir, teardown_tmpdir),
       cmocka_unit_test_setup_teardown(test_process_file, setup_tmpdir, teardown_tmpdir),
       cmocka_unit_test_setup_teardown(test_process_file_errors, setup_tmpdir, teardown_tmpdir),
+      cmocka_unit_test_setup_teardown(test_relative_mount_destination, setup_tmpdir, teardown_tmpdir),
+      cmocka_unit_test_setup_teardown(test_process_file_without_user, setup_tmpdir, teardown_tmpdir),
       cmocka_unit_test(test_resources_update),
       cmocka_unit_test(test_mount_option_order),
   };
