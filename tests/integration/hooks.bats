@@ -51,7 +51,8 @@ all_hooks_bundle() {
   [ "${lines[0]}" = createContainer ]
   [ "${lines[-1]}" = poststop ]
   [[ " ${lines[*]} " == *" poststart "* ]]
-  [[ " ${lines[*]} " == *" startContainer container-ran "* ]]
+  # startContainer before the program (poststart may land between them, or after).
+  [[ " ${lines[*]} " == *" startContainer "*"container-ran "* ]]
   if codemode_part runc-poststart-race; then
     # poststart runs after the process was executed, so after startContainer.
     [ "${lines[1]}" = startContainer ]
