@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "linux/selfclone.h"
@@ -61,7 +62,7 @@ int supervisor_run_standalone(struct run_options *o) {
     o->id = id_buf;
   }
   struct runtime_context ctx = {.root = o->root, .cgroup_manager = CGROUP_MANAGER_CGROUPFS};
-  struct cleanup_plan plan = {.watcher_fd = -1};
+  struct cleanup_plan plan = {.watcher_fd = -1, .watcher_pid = -1};
   int rc = EXIT_RUN_ERROR;
   struct spec *s = NULL;
   struct policy_result pol = {0};
@@ -82,7 +83,7 @@ int supervisor_run_standalone(struct run_options *o) {
   sigprocmask(SIG_BLOCK, &all, &old);
 
   if (!o->explain) {
-    plan.watcher_fd = watcher_start(&ctx, o->id);
+    plan.watcher_fd = watcher_start(&ctx, o->id, &plan.watcher_pid);
     if (plan.watcher_fd < 0) {
       cm_error_set(&err, errno, "start the cleanup watcher");
       return fail(err);
@@ -297,6 +298,11 @@ out:
   plan_tell(&plan, 'D', NULL);
   if (plan.watcher_fd >= 0)
     close(plan.watcher_fd);
+  /* It exits at our 'D' record: wait for it, so that when codemode-run is gone, everything of
+   * it is (a caller that checks for leftovers right after sees none). */
+  if (plan.watcher_pid > 0)
+    while (waitpid(plan.watcher_pid, NULL, 0) < 0 && errno == EINTR)
+      ;
   sigprocmask(SIG_SETMASK, &old, NULL);
   return rc;
 }

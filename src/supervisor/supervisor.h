@@ -68,13 +68,14 @@ struct cleanup_plan {
   char tmp_bundle[PLAN_PATH_MAX];    /* generated bundle dir (--rootfs), or "" */
   char ephemeral_dir[PLAN_PATH_MAX]; /* mount point dir of the scratch tmpfs (scratch.c), or "" */
   int watcher_fd;                    /* our end of the watcher's pipe, or -1 */
+  pid_t watcher_pid;                 /* reaped at the end, so our exit means it is gone too */
 };
 /* 'B' tmp_bundle, 'E' ephemeral_dir, 'D' done: we cleaned up ourselves. */
 void plan_tell(const struct cleanup_plan *plan, char kind, const char *path);
 /* Remove the paths of the plan (the generated bundle, the --ephemeral mount point dir). */
 void plan_remove_leftovers(const struct cleanup_plan *plan);
-/* Fork the watcher before anything exists; returns our end of its pipe, or -1 (errno). */
-int watcher_start(const struct runtime_context *ctx, const char *id);
+/* Fork the watcher before anything exists; returns our end of its pipe, or -1 (errno); *pid its pid. */
+int watcher_start(const struct runtime_context *ctx, const char *id, pid_t *pid);
 
 /* scratch.c: one tmpfs in a private mount namespace of ours for what a run throws away; made
  * on first use (plan->ephemeral_dir). scratch_overlay: an overlay of lower with an upper layer

@@ -47,7 +47,7 @@ void plan_remove_leftovers(const struct cleanup_plan *plan) {
 /* Reads records until EOF: 'D' means codemode-run cleaned up itself; EOF without it means it was
  * killed: delete the container (SIGKILL to its cgroup, state dir, cgroup) and remove the paths
  * it told us about. */
-int watcher_start(const struct runtime_context *ctx, const char *id) {
+int watcher_start(const struct runtime_context *ctx, const char *id, pid_t *watcher) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0)
     return -1;
@@ -56,6 +56,7 @@ int watcher_start(const struct runtime_context *ctx, const char *id) {
     return -1;
   if (pid > 0) {
     close(p[0]);
+    *watcher = pid;
     return p[1];
   }
   close(p[1]);
