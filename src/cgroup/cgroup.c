@@ -302,6 +302,26 @@ static int systemd_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
   return 0;
 }
 
+/* A process put in a frozen cgroup does not run until someone thaws it: create would wait for
+ * init forever, holding the container's lock. The leaf reports a freeze of any cgroup above it
+ * too (v1 freezer.state FROZEN or FREEZING, v2 cgroup.events "frozen 1"), so one read per
+ * hierarchy that can freeze tells. */
+static int refuse_frozen(const struct cgroup *cg, struct cm_error **err) {
+  const char *frozen_at = NULL;
+  struct cgroup_v1_hierarchy *h = cg_v1_find(cg, "freezer");
+  cleanup_free char *state = h != NULL ? cg_read(h->dir, "freezer.state", NULL) : NULL;
+  if (state != NULL && strncmp(state, "THAWED", 6) != 0)
+    frozen_at = h->dir;
+  else if (cg->v2_dir != NULL && cg_v2_frozen_effective(cg->v2_dir) == 1)
+    frozen_at = cg->v2_dir;
+  if (frozen_at == NULL)
+    return 0;
+  return cm_error_set(err, 0,
+                      "cgroup %s is frozen (%s: it, or a cgroup above it, is paused): a process put in it could not "
+                      "run; thaw it first",
+                      cg->path, frozen_at);
+}
+
 static int create(const char *id, const struct spec_linux *l, enum cgroup_manager mgr, bool with_resources,
                   struct cgroup **out, struct cm_error **err) {
   *out = NULL;
@@ -325,13 +345,15 @@ static int create(const char *id, const struct spec_linux *l, enum cgroup_manage
   if (made < 0)
     goto fail;
   if (cg->v2_dir != NULL) {
-    int made_v2 = cg_mkdir_p(cg->v2_mount, cg->path, &cg->v2_existing_depth, NULL, err);
+    int made_v2 = cg_mkdir_p(cg->v2_mount, cg->path, &cg->v2_existing_depth, err);
     if (made_v2 < 0 || enable_v2_controllers(cg, l ? &l->resources : NULL, err) < 0) {
       cm_error_prefix(err, "cgroup");
       goto fail;
     }
     made &= made_v2;
   }
+  if (refuse_frozen(cg, err) < 0)
+    goto fail;
   /* Reusing a cgroup is fine only when it is empty: otherwise update/kill/delete would act on
    * processes that are not the container's. A directory we just made is. */
   if (!made) {
