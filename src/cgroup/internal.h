@@ -140,8 +140,9 @@ int cg_v2_apply_hugetlb(const char *dir, const struct spec_resources *r, struct 
 int cg_v2_apply_rdma(const char *dir, const struct spec_resources *r, struct cm_error **err);
 /* linux.resources.unified: keys checked (no '/', no leading '.', controller enabled). */
 int cg_v2_apply_unified(const char *dir, const struct spec_kv_list *u, struct cm_error **err);
-/* Device rules as the container gets them: spec rules, then an allow for each linux.devices
- * entry, then the devices every container needs (/dev/null, …). Caller frees. */
+/* Device rules as the container gets them: linux.resources.devices, then the devices every
+ * container needs (/dev/null, …) except those whose path linux.devices lists (as runc does).
+ * linux.devices adds no rule of its own. Caller frees. */
 struct spec_device_rule *cg_device_rules(const struct spec_resources *r, const struct spec_device *devs,
                                          size_t n_devs, size_t *n_out);
 /* Install a BPF_PROG_TYPE_CGROUP_DEVICE program on the v2 directory, replacing ours from before. */

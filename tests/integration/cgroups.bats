@@ -230,3 +230,26 @@ start_detached() {
   [ ! -e "$u/$CID" ]
   echo 0 >"$u/cgroup.freeze"
 }
+
+# Observed with runc 1.1.5 (devices.list): linux.devices adds no allow rule; a default device
+# the config lists itself (same path) loses its default allow; other defaults are appended after
+# the config's rules, so they win over its denies.
+@test "linux.devices only makes nodes: linux.resources.devices alone decides access (runc)" {
+  [ -c /dev/fuse ] || skip "no /dev/fuse to open"
+  set_args sh -c 'for d in fuse zero null; do if (exec 3<>/dev/$d) 2>/dev/null; then echo $d:open; else echo $d:denied; fi; done'
+  set_cfg '.linux.devices = [{path: "/dev/fuse", type: "c", major: 10, minor: 229, fileMode: 438},
+                             {path: "/dev/zero", type: "c", major: 1, minor: 5, fileMode: 438}]
+    | .linux.resources.devices = [{allow: false, access: "rwm"},
+                                  {allow: false, type: "c", major: 1, minor: 5, access: "rwm"}]'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(echo $stdout)" = "fuse:denied zero:denied null:open" ]
+  # Allowed by a rule, the node opens; /dev/zero, not listed now, keeps its default allow.
+  set_cfg '.linux.devices = [.linux.devices[0]]
+    | .linux.resources.devices += [{allow: true, type: "c", major: 10, minor: 229, access: "rw"}]'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(echo $stdout)" = "fuse:open zero:open null:open" ]
+}
