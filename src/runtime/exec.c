@@ -1,8 +1,9 @@
 /* exec: the runtime side. Opens the container (locked), builds the process from the kept
- * config.json and the options (or process.json), compiles the container's seccomp filter, forks
- * stage1 into the container's cgroup and drives it over the sync socket until the process has
- * exec'd (EOF) or reported an error. Then, unlocked: the pid file, and either return (--detach)
- * or wait for the process in the foreground. */
+ * config.json and the options (or process.json), compiles the container's seccomp filter and
+ * forks stage1 into the container's cgroup. Then, unlocked (the process may have to wait for a
+ * paused container: `resume` must be able to run meanwhile): drives stage1 over the sync socket
+ * until the process has exec'd (EOF) or reported an error, writes the pid file, and either
+ * returns (--detach) or waits for the process in the foreground. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -264,11 +265,12 @@ static void reap(pid_t *pid) {
   *pid = 0;
 }
 
-/* Everything up to the process having exec'd, under the container's lock. Returns the pid. */
+/* Everything up to the process having exec'd; under the container's lock until the process is
+ * in the container's cgroup. Returns the pid. */
 static int exec_start(const struct runtime_context *ctx, const struct exec_options *o, struct exec_run *r,
                       struct cm_error **err) {
   struct container c;
-  if (container_open(ctx, o->id, &c, err) < 0)
+  if (container_open(ctx, o->id, STATE_DIR_WRITE, &c, err) < 0)
     return -1;
   struct spec *s = NULL;
   struct spec_process *loaded = NULL;
@@ -289,7 +291,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   case STATUS_PAUSED:
     if (o->ignore_paused)
       break;
-    cm_error_set(err, 0, "cannot exec in a paused container");
+    cm_error_set(err, 0, "cannot exec in a paused container (use --ignore-paused to override)");
     goto out;
   default: cm_error_set(err, 0, "cannot exec in a stopped container"); goto out;
   }
@@ -440,6 +442,9 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
     cm_error_prefix(err, "exec: join the container's cgroup");
     goto fail;
   }
+  /* In the container's cgroup: a delete from now on kills the process with the rest. Until it
+   * has exec'd it runs only while the container does (--ignore-paused: until `resume`). */
+  container_unlock(&c);
   if (drive_child(r, err) < 0)
     goto fail;
   rc = 0;
