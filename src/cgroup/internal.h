@@ -121,6 +121,7 @@ int cg_v1_freeze(const char *dir, bool frozen, struct cm_error **err);
 /* cpuset.cpus and cpuset.mems of dir (in the cpuset hierarchy mounted at mount) non-empty, each
  * empty level from dir up filled from its parent: without them a cgroup takes no task. */
 int cg_v1_cpuset_ensure(const char *mount, const char *dir, struct cm_error **err);
+bool cg_v1_is_cpuset(const struct cgroup_v1_hierarchy *h);
 int cg_v1_is_frozen(const char *dir, struct cm_error **err);
 
 /* --- resources --- */

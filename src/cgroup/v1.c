@@ -136,7 +136,7 @@ int cg_v1_cpuset_ensure(const char *mount, const char *dir, struct cm_error **er
   return 0;
 }
 
-static bool is_cpuset(const struct cgroup_v1_hierarchy *h) {
+bool cg_v1_is_cpuset(const struct cgroup_v1_hierarchy *h) {
   const char *p = h->controllers;
   while (*p) {
     size_t len = strcspn(p, ",");
@@ -156,7 +156,7 @@ int cg_v1_create_dirs(struct cgroup *cg, struct cm_error **err) {
     int made = cg_mkdir_p(h->mountpoint, cg->path, &h->existing_depth, err);
     if (made < 0)
       return cm_error_prefix(err, "cgroup %s", h->controllers);
-    if (is_cpuset(h) && cg_v1_cpuset_ensure(h->mountpoint, h->dir, err) < 0)
+    if (cg_v1_is_cpuset(h) && cg_v1_cpuset_ensure(h->mountpoint, h->dir, err) < 0)
       return -1;
     all_made &= made;
   }

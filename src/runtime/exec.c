@@ -280,6 +280,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   const struct spec_seccomp *stacked_spec = NULL;
   bool has_seccomp = false, has_stacked = false;
   int pidfd = -1, child_sock = -1;
+  struct cgroup *sub = NULL;
   int ns_fds[SPEC_NS_COUNT];
   for (int t = 0; t < SPEC_NS_COUNT; t++)
     ns_fds[t] = -1;
@@ -295,6 +296,21 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
     goto out;
   default: cm_error_set(err, 0, "cannot exec in a stopped container"); goto out;
   }
+  if (o->n_sub_cgroups > 0) {
+    if (c.cgroup == NULL) {
+      cm_error_set(err, 0, "--cgroup: container \"%s\" has no cgroup (created with --cgroup-manager disabled)", o->id);
+      goto out;
+    }
+    if (cgroup_open_sub(c.cgroup, o->sub_cgroups, o->n_sub_cgroups, &sub, err) < 0)
+      goto out;
+    /* A sub-cgroup frozen on its own: refused like a paused container. */
+    if (!o->ignore_paused && cgroup_refuse_frozen(sub, err) < 0) {
+      cm_error_prefix(err, "exec --cgroup (use --ignore-paused to wait for it to be thawed)");
+      goto out;
+    }
+  }
+  /* The cgroup the process joins: the container's, or the sub-cgroup --cgroup names. */
+  struct cgroup *target = sub ? sub : c.cgroup;
   s = load_kept_config(c.dirfd, err);
   if (s == NULL)
     goto out;
@@ -400,7 +416,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   if (r->sock < 0 || child_sock < 0)
     goto out;
 
-  int cgroup_fd = c.cgroup ? cgroup_open_for_clone(c.cgroup) : -1;
+  int cgroup_fd = target ? cgroup_open_for_clone(target) : -1;
   bool in_cgroup = false;
   r->stage1 = clone_child(0, cgroup_fd, &in_cgroup);
   if (r->stage1 < 0) {
@@ -437,9 +453,9 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   if (cgroup_fd >= 0)
     close(cgroup_fd);
   if (in_cgroup)
-    cgroup_mark_cloned_into(c.cgroup);
-  if (c.cgroup && cgroup_enter(c.cgroup, r->stage1, err) < 0) {
-    cm_error_prefix(err, "exec: join the container's cgroup");
+    cgroup_mark_cloned_into(target);
+  if (target && cgroup_enter(target, r->stage1, err) < 0) {
+    cm_error_prefix(err, sub ? "exec --cgroup: join the sub-cgroup" : "exec: join the container's cgroup");
     goto fail;
   }
   /* In the container's cgroup: a delete from now on kills the process with the rest. Until it
@@ -469,6 +485,7 @@ out:
   free(landlock);
   spec_process_free(loaded);
   spec_free(s);
+  cgroup_free(sub);
   container_close(&c);
   return rc;
 }

@@ -253,3 +253,65 @@ start_detached() {
   [ "$status" -eq 0 ]
   [ "$(echo $stdout)" = "fuse:open zero:open null:open" ]
 }
+
+# cg_dirs PID: "CONTROLLERS DIR" per hierarchy PID is in (v1 lines and cgroup2's "0::").
+cg_dirs() {
+  local n ctrls path mnt
+  while IFS=: read -r n ctrls path; do
+    if [ -z "$ctrls" ]; then
+      mnt=/sys/fs/cgroup
+      [ -d /sys/fs/cgroup/unified ] && mnt=/sys/fs/cgroup/unified
+    else
+      mnt=/sys/fs/cgroup/${ctrls#name=}
+    fi
+    [ -d "$mnt$path" ] && echo "${ctrls:--} $mnt$path"
+  done <"/proc/$1/cgroup"
+}
+
+# runc's `exec --cgroup [controller[,controller]:]path` (observed with runc 1.1.5 on this host):
+# a path alone moves every hierarchy; with controllers, only theirs.
+@test "exec --cgroup runs the process in an existing sub-cgroup, in every hierarchy or the named ones" {
+  start_detached
+  local ctrls dir f
+  while read -r ctrls dir; do
+    mkdir "$dir/sub"
+    # A new v1 cpuset cgroup takes no task until it has cpus and mems (runc does not fill them).
+    for f in cpuset.cpus cpuset.mems; do
+      [ "$ctrls" = cpuset ] && cat "$dir/$f" >"$dir/sub/$f"
+    done
+  done < <(cg_dirs "$PID")
+  run_cm exec --cgroup sub "$CID" cat /proc/self/cgroup
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(grep -c . <<<"$stdout")" -eq "$(grep -c . "/proc/$PID/cgroup")" ]
+  ! grep -v '/sub$' <<<"$stdout"
+  if grep -q ':memory:' "/proc/$PID/cgroup"; then
+    run_cm exec --cgroup memory:sub --cgroup cpu,pids:/sub/. "$CID" cat /proc/self/cgroup
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep '/sub$' <<<"$stdout" | cut -d: -f2 | sort | tr '\n' ' ')" = "cpu memory pids " ]
+  fi
+  # It joins, it never makes one; and it stays inside the container's cgroup.
+  run_cm exec --cgroup nosuch "$CID" true
+  [ "$status" -ne 0 ]
+  [[ $output == *nosuch* ]]
+  run_cm exec --cgroup ../elsewhere "$CID" true
+  [ "$status" -ne 0 ]
+  [[ $output == *../elsewhere* ]]
+  run_cm exec --cgroup bogus:sub "$CID" true
+  [ "$status" -ne 0 ]
+  [[ $output == *bogus* ]]
+}
+
+# codemode-only: runc 1.1.5 fails with ENOSPC on an empty cpuset sub-cgroup; codemode fills it
+# from the container's cgroup, as it does for the container's own parents.
+@test "exec --cgroup into an empty v1 cpuset sub-cgroup fills it first" {
+  [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ] || skip "no v1 cpuset hierarchy"
+  start_detached
+  local ctrls dir
+  while read -r ctrls dir; do mkdir "$dir/sub"; done < <(cg_dirs "$PID")
+  run_cm exec --cgroup cpuset:sub "$CID" cat /proc/self/cgroup
+  echo "$output"
+  [ "$status" -eq 0 ]
+  grep -q ':cpuset:.*/sub$' <<<"$stdout"
+}
