@@ -302,6 +302,26 @@ static int systemd_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
   return 0;
 }
 
+/* A process put in a frozen cgroup does not run until someone thaws it: create would wait for
+ * init forever. The leaf reports a freeze of any cgroup above it
+ * too (v1 freezer.state FROZEN or FREEZING, v2 cgroup.events "frozen 1"), so one read per
+ * hierarchy that can freeze tells. */
+int cgroup_refuse_frozen(const struct cgroup *cg, struct cm_error **err) {
+  const char *frozen_at = NULL;
+  struct cgroup_v1_hierarchy *h = cg_v1_find(cg, "freezer");
+  cleanup_free char *state = h != NULL ? cg_read(h->dir, "freezer.state", NULL) : NULL;
+  if (state != NULL && strncmp(state, "THAWED", 6) != 0)
+    frozen_at = h->dir;
+  else if (cg->v2_dir != NULL && cg_v2_frozen_effective(cg->v2_dir) == 1)
+    frozen_at = cg->v2_dir;
+  if (frozen_at == NULL)
+    return 0;
+  return cm_error_set(err, 0,
+                      "cgroup %s is frozen (%s: it, or a cgroup above it, is paused): a process put in it could not "
+                      "run; thaw it first",
+                      cg->path, frozen_at);
+}
+
 static int create(const char *id, const struct spec_linux *l, enum cgroup_manager mgr, bool with_resources,
                   struct cgroup **out, struct cm_error **err) {
   *out = NULL;
@@ -325,13 +345,15 @@ static int create(const char *id, const struct spec_linux *l, enum cgroup_manage
   if (made < 0)
     goto fail;
   if (cg->v2_dir != NULL) {
-    int made_v2 = cg_mkdir_p(cg->v2_mount, cg->path, &cg->v2_existing_depth, NULL, err);
+    int made_v2 = cg_mkdir_p(cg->v2_mount, cg->path, &cg->v2_existing_depth, err);
     if (made_v2 < 0 || enable_v2_controllers(cg, l ? &l->resources : NULL, err) < 0) {
       cm_error_prefix(err, "cgroup");
       goto fail;
     }
     made &= made_v2;
   }
+  if (cgroup_refuse_frozen(cg, err) < 0)
+    goto fail;
   /* Reusing a cgroup is fine only when it is empty: otherwise update/kill/delete would act on
    * processes that are not the container's. A directory we just made is. */
   if (!made) {
@@ -402,6 +424,138 @@ bool cgroup_whole_at_clone(const struct cgroup *cg) {
 
 void cgroup_mark_cloned_into(struct cgroup *cg) {
   cg->v2_cloned_into = true;
+}
+
+/* One path of exec --cgroup, cleaned: components joined with '/', "" and "." dropped. ".."
+ * is refused: the process must stay inside the container's cgroup (runc checks the same). */
+static char *sub_path(const char *spec, const char *path, struct cm_error **err) {
+  cleanup_free char *copy = strdup(path);
+  char *out = calloc(1, strlen(path) + 2);
+  if (copy == NULL || out == NULL)
+    abort();
+  char *save = NULL;
+  for (char *comp = strtok_r(copy, "/", &save); comp != NULL; comp = strtok_r(NULL, "/", &save)) {
+    if (strcmp(comp, ".") == 0)
+      continue;
+    if (strcmp(comp, "..") == 0) {
+      free(out);
+      cm_error_set(err, 0, "--cgroup %s: \"..\" would leave the container's cgroup", spec);
+      return NULL;
+    }
+    strcat(out, "/");
+    strcat(out, comp);
+  }
+  return out;
+}
+
+/* Point *dir (the container's directory in one hierarchy) at its sub-cgroup sub ("" = itself),
+ * which must exist: exec joins a cgroup, it never makes one. */
+static int point_at_sub(char **dir, const char *sub, const char *spec, struct cm_error **err) {
+  if (sub[0] == '\0')
+    return 0;
+  char *joined = NULL;
+  if (asprintf(&joined, "%s%s", *dir, sub) < 0)
+    abort();
+  struct stat st;
+  int e = stat(joined, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  if (e != 0) {
+    cm_error_set(err, e, "--cgroup %s: no cgroup %s (it must exist already)", spec, joined);
+    free(joined);
+    return -1;
+  }
+  free(*dir);
+  *dir = joined;
+  return 0;
+}
+
+int cgroup_open_sub(const struct cgroup *cg, char *const *specs, size_t n, struct cgroup **out,
+                    struct cm_error **err) {
+  *out = NULL;
+  if (cg->mode == CGROUP_MODE_DISABLED)
+    return cm_error_set(err, 0, "--cgroup: the container runs without a cgroup (--cgroup-manager disabled)");
+  struct cgroup *sub = calloc(1, sizeof(*sub));
+  if (sub == NULL)
+    abort();
+  sub->mode = cg->mode;
+  sub->v2_existing_depth = -1;
+  if ((sub->path = strdup(cg->path)) == NULL)
+    abort();
+  if (cg->v2_dir != NULL && ((sub->v2_mount = strdup(cg->v2_mount)) == NULL || (sub->v2_dir = strdup(cg->v2_dir)) == NULL))
+    abort();
+  sub->v1 = calloc(cg->n_v1 ? cg->n_v1 : 1, sizeof(*sub->v1));
+  if (sub->v1 == NULL)
+    abort();
+  for (size_t i = 0; i < cg->n_v1; i++, sub->n_v1++) {
+    sub->v1[i].existing_depth = -1;
+    if ((sub->v1[i].mountpoint = strdup(cg->v1[i].mountpoint)) == NULL ||
+        (sub->v1[i].controllers = strdup(cg->v1[i].controllers)) == NULL || (sub->v1[i].dir = strdup(cg->v1[i].dir)) == NULL)
+      abort();
+  }
+  bool *named = calloc(cg->n_v1 ? cg->n_v1 : 1, sizeof(bool));
+  if (named == NULL)
+    abort();
+  int rc = -1;
+  for (size_t k = 0; k < n; k++) {
+    const char *spec = specs[k];
+    const char *colon = strchr(spec, ':');
+    cleanup_free char *path = sub_path(spec, colon ? colon + 1 : spec, err);
+    if (path == NULL)
+      goto out;
+    if (colon == NULL) {
+      /* A path alone: every hierarchy (cgroup v2's only one), as runc and crun take it. */
+      if (n != 1) {
+        cm_error_set(err, 0, "--cgroup %s: a path without \"controller:\" must be the only --cgroup", spec);
+        goto out;
+      }
+      for (size_t i = 0; i < sub->n_v1; i++)
+        if (point_at_sub(&sub->v1[i].dir, path, spec, err) < 0)
+          goto out;
+      if (sub->v2_dir != NULL && point_at_sub(&sub->v2_dir, path, spec, err) < 0)
+        goto out;
+      continue;
+    }
+    if (cg->n_v1 == 0) {
+      cm_error_set(err, 0, "--cgroup %s: cgroup v2 has one hierarchy for every controller: give the path alone", spec);
+      goto out;
+    }
+    /* "cpu,memory:path": those v1 hierarchies only; the others stay in the container's cgroup. */
+    cleanup_free char *ctrls = strndup(spec, (size_t)(colon - spec));
+    if (ctrls == NULL)
+      abort();
+    char *save = NULL;
+    char *c = strtok_r(ctrls, ",", &save);
+    if (c == NULL || ctrls[0] == ',' || ctrls[strlen(ctrls) - 1] == ',' || strstr(ctrls, ",,") != NULL) {
+      cm_error_set(err, 0, "--cgroup %s: an empty controller name", spec);
+      goto out;
+    }
+    for (; c != NULL; c = strtok_r(NULL, ",", &save)) {
+      struct cgroup_v1_hierarchy *h = cg_v1_find(sub, c);
+      if (h == NULL) {
+        cm_error_set(err, 0, "--cgroup %s: no cgroup v1 hierarchy has controller \"%s\"", spec, c);
+        goto out;
+      }
+      size_t i = (size_t)(h - sub->v1);
+      if (named[i]) {
+        cm_error_set(err, 0, "--cgroup %s: the %s hierarchy is named twice", spec, h->controllers);
+        goto out;
+      }
+      named[i] = true;
+      if (point_at_sub(&h->dir, path, spec, err) < 0)
+        goto out;
+    }
+  }
+  /* A cpuset sub-cgroup someone made and left empty would refuse the process. */
+  for (size_t i = 0; i < sub->n_v1; i++)
+    if (strcmp(sub->v1[i].dir, cg->v1[i].dir) != 0 && cg_v1_is_cpuset(&sub->v1[i]) &&
+        cg_v1_cpuset_ensure(sub->v1[i].mountpoint, sub->v1[i].dir, err) < 0)
+      goto out;
+  *out = sub;
+  sub = NULL;
+  rc = 0;
+out:
+  free(named);
+  cgroup_free(sub);
+  return rc;
 }
 
 #define SYSTEMD_TAG "systemd-"

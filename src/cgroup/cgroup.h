@@ -41,6 +41,16 @@ void cgroup_mark_cloned_into(struct cgroup *cg);
 /* A process cloned into cgroup_open_for_clone's directory is in every hierarchy it needs (a pure
  * v2 host, cgroupfs driver): nothing is left for cgroup_enter to do. */
 bool cgroup_whole_at_clone(const struct cgroup *cg);
+/* Refuse (with a clear error) a cgroup that is frozen, by itself or from above: a process put
+ * in it would not run until someone thaws it. */
+int cgroup_refuse_frozen(const struct cgroup *cg, struct cm_error **err);
+/* exec --cgroup: a copy of the container's cgroup with some hierarchies pointed at an existing
+ * sub-cgroup. Each spec is runc's "[controller[,controller…]:]path": a path alone (the only
+ * spec then) moves every hierarchy; "cpu,memory:path" moves those v1 hierarchies only (not on
+ * cgroup v2, where there is one). path is relative to the container's cgroup and may not leave
+ * it (".."). Use it with cgroup_open_for_clone / cgroup_enter, then cgroup_free. */
+int cgroup_open_sub(const struct cgroup *cg, char *const *specs, size_t n, struct cgroup **out,
+                    struct cm_error **err);
 /* A string to keep in the state file, and the way back from it. */
 char *cgroup_serialize(const struct cgroup *cg);
 struct cgroup *cgroup_deserialize(const char *saved, struct cm_error **err);

@@ -21,35 +21,50 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
-/* The devices every container needs, allowed after the config's rules (as runc does). The host
- * console (5:1) and everything else stay denied unless the config allows them. */
-static const struct spec_device_rule default_rules[] = {
-    {true, 'c', -1, -1, "m"},  {true, 'b', -1, -1, "m"},  /* mknod anything; opening is what counts */
-    {true, 'c', 1, 3, "rwm"},  {true, 'c', 1, 5, "rwm"},  /* null, zero */
-    {true, 'c', 1, 7, "rwm"},  {true, 'c', 1, 8, "rwm"},  /* full, random */
-    {true, 'c', 1, 9, "rwm"},  {true, 'c', 5, 0, "rwm"},  /* urandom, tty */
-    {true, 'c', 5, 2, "rwm"},  {true, 'c', 136, -1, "rwm"}, /* ptmx, pts */
+/* The devices every container needs, allowed after the config's rules, as runc 1.1.5 does (its
+ * list, observed in devices.list): mknod of anything (opening is what counts), the standard
+ * nodes, ptys and tun. The host console (5:1) and everything else stay denied unless
+ * linux.resources.devices allows them. */
+static const struct {
+  const char *path; /* the node runc makes for it; NULL: a rule only */
+  struct spec_device_rule rule;
+} default_rules[] = {
+    {NULL, {true, 'c', -1, -1, "m"}},
+    {NULL, {true, 'b', -1, -1, "m"}},
+    {"/dev/null", {true, 'c', 1, 3, "rwm"}},
+    {"/dev/random", {true, 'c', 1, 8, "rwm"}},
+    {"/dev/full", {true, 'c', 1, 7, "rwm"}},
+    {"/dev/tty", {true, 'c', 5, 0, "rwm"}},
+    {"/dev/zero", {true, 'c', 1, 5, "rwm"}},
+    {"/dev/urandom", {true, 'c', 1, 9, "rwm"}},
+    {NULL, {true, 'c', 136, -1, "rwm"}}, /* /dev/pts/N */
+    {NULL, {true, 'c', 5, 2, "rwm"}},    /* /dev/ptmx */
+    {NULL, {true, 'c', 10, 200, "rwm"}}, /* /dev/net/tun */
 };
 
+static bool listed_in(const char *path, const struct spec_device *devs, size_t n_devs) {
+  for (size_t i = 0; i < n_devs; i++)
+    if (devs[i].path != NULL && strcmp(devs[i].path, path) == 0)
+      return true;
+  return false;
+}
+
+/* linux.devices only makes nodes: whether the container may open one is linux.resources.devices'
+ * decision alone (runtime-spec; runc), so a config's deny is never undone by listing the device.
+ * What runc does with them, and so do we: a default device the config lists itself (same path)
+ * loses its default allow, leaving its access to the config's rules. */
 struct spec_device_rule *cg_device_rules(const struct spec_resources *r, const struct spec_device *devs,
                                          size_t n_devs, size_t *n_out) {
   size_t n_defaults = sizeof(default_rules) / sizeof(default_rules[0]);
-  size_t cap = r->n_devices + n_devs + n_defaults;
-  struct spec_device_rule *rules = calloc(cap, sizeof(*rules));
+  struct spec_device_rule *rules = calloc(r->n_devices + n_defaults, sizeof(*rules));
   if (rules == NULL)
     abort();
   size_t n = 0;
   for (size_t i = 0; i < r->n_devices; i++)
     rules[n++] = r->devices[i];
-  /* A device the config creates in the container is meant to be usable there. */
-  for (size_t i = 0; i < n_devs; i++) {
-    if (devs[i].type != 'c' && devs[i].type != 'u' && devs[i].type != 'b')
-      continue; /* FIFOs are not subject to the device cgroup */
-    rules[n] = (struct spec_device_rule){true, devs[i].type == 'b' ? 'b' : 'c', devs[i].major, devs[i].minor, "rwm"};
-    n++;
-  }
   for (size_t i = 0; i < n_defaults; i++)
-    rules[n++] = default_rules[i];
+    if (default_rules[i].path == NULL || !listed_in(default_rules[i].path, devs, n_devs))
+      rules[n++] = default_rules[i].rule;
   *n_out = n;
   return rules;
 }

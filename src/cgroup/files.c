@@ -103,7 +103,7 @@ bool cg_file_exists(const char *dir, const char *file) {
   return access(path, F_OK) == 0;
 }
 
-int cg_mkdir_p(const char *base, const char *path, int *existing_depth, cg_mkdir_hook hook, struct cm_error **err) {
+int cg_mkdir_p(const char *base, const char *path, int *existing_depth, struct cm_error **err) {
   cleanup_free char *copy = strdup(path);
   cleanup_free char *cur = strdup(base);
   if (copy == NULL || cur == NULL)
@@ -120,8 +120,6 @@ int cg_mkdir_p(const char *base, const char *path, int *existing_depth, cg_mkdir
     if (made) {
       if (*existing_depth < 0)
         *existing_depth = depth;
-      if (hook != NULL && hook(parent, cur, err) < 0)
-        return -1;
     } else if (errno != EEXIST) {
       return cm_error_set(err, errno, "mkdir %s", cur);
     } else {

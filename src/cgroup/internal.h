@@ -61,10 +61,8 @@ int cg_writef(const char *dir, const char *file, const char *field, struct cm_er
 char *cg_read(const char *dir, const char *file, struct cm_error **err);
 bool cg_file_exists(const char *dir, const char *file);
 /* mkdir -p base + path; *existing_depth receives how many components of path already existed.
- * hook (may be NULL) runs on each directory right after it is created (v1 cpuset). Returns 1
- * when this call made the leaf, 0 when it was there already. */
-typedef int (*cg_mkdir_hook)(const char *parent, const char *dir, struct cm_error **err);
-int cg_mkdir_p(const char *base, const char *path, int *existing_depth, cg_mkdir_hook hook, struct cm_error **err);
+ * Returns 1 when this call made the leaf, 0 when it was there already. */
+int cg_mkdir_p(const char *base, const char *path, int *existing_depth, struct cm_error **err);
 /* Remove base+path, its sub-cgroups first, then the ancestors down to existing_depth components
  * (existing_depth < 0: only the leaf and its sub-cgroups). Retries EBUSY for about a second. */
 int cg_rmdir_tree(const char *base, const char *path, int existing_depth, struct cm_error **err);
@@ -78,12 +76,21 @@ struct cgroup_v1_hierarchy *cg_v1_find(const struct cgroup *cg, const char *cont
 int cg_v2_enable_controllers(const char *mount, const char *path, struct cm_error **err);
 int cg_v2_freeze(const char *dir, bool frozen, struct cm_error **err);
 int cg_v2_is_frozen(const char *dir, struct cm_error **err);
+/* cgroup.events "frozen": 1 when dir is frozen by itself or by an ancestor (a new child of a
+ * frozen cgroup is born frozen), 0, or -1 when unknown. */
+int cg_v2_frozen_effective(const char *dir);
 /* SIGKILL via cgroup.kill when the kernel has it; 1 done, 0 not available, -1 error. */
 int cg_v2_kill(const char *dir, struct cm_error **err);
 /* cgroup.events "populated": 1, 0, or -1 when unknown. */
 int cg_v2_populated(const char *dir);
 /* Is controller enabled for dir (listed in dir's cgroup.controllers)? */
 bool cg_v2_has_controller(const char *dir, const char *controller);
+
+/* linux.resources.pids.limit asks for something: 0 means "not set" (runc and crun write nothing
+ * for it, on create and on update, and need no pids controller then); < 0 is unlimited. */
+static inline bool cg_pids_set(const struct spec_resources *r) {
+  return r->has_pids && r->pids_limit != 0;
+}
 
 /* v1 scales → v2 scales (as runc and crun convert). */
 uint64_t cg_cpu_shares_to_weight(uint64_t shares);
@@ -111,6 +118,10 @@ int cg_v1_discover(struct cgroup *cg, struct cm_error **err);
 /* 1: every leaf directory was made by this call; 0: one was there already. */
 int cg_v1_create_dirs(struct cgroup *cg, struct cm_error **err);
 int cg_v1_freeze(const char *dir, bool frozen, struct cm_error **err);
+/* cpuset.cpus and cpuset.mems of dir (in the cpuset hierarchy mounted at mount) non-empty, each
+ * empty level from dir up filled from its parent: without them a cgroup takes no task. */
+int cg_v1_cpuset_ensure(const char *mount, const char *dir, struct cm_error **err);
+bool cg_v1_is_cpuset(const struct cgroup_v1_hierarchy *h);
 int cg_v1_is_frozen(const char *dir, struct cm_error **err);
 
 /* --- resources --- */
@@ -130,8 +141,9 @@ int cg_v2_apply_hugetlb(const char *dir, const struct spec_resources *r, struct 
 int cg_v2_apply_rdma(const char *dir, const struct spec_resources *r, struct cm_error **err);
 /* linux.resources.unified: keys checked (no '/', no leading '.', controller enabled). */
 int cg_v2_apply_unified(const char *dir, const struct spec_kv_list *u, struct cm_error **err);
-/* Device rules as the container gets them: spec rules, then an allow for each linux.devices
- * entry, then the devices every container needs (/dev/null, …). Caller frees. */
+/* Device rules as the container gets them: linux.resources.devices, then the devices every
+ * container needs (/dev/null, …) except those whose path linux.devices lists (as runc does).
+ * linux.devices adds no rule of its own. Caller frees. */
 struct spec_device_rule *cg_device_rules(const struct spec_resources *r, const struct spec_device *devs,
                                          size_t n_devs, size_t *n_out);
 /* Install a BPF_PROG_TYPE_CGROUP_DEVICE program on the v2 directory, replacing ours from before. */

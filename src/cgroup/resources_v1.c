@@ -310,7 +310,7 @@ int cg_v1_apply_resources(struct cgroup *cg, const struct spec_resources *r, con
     if ((v2 ? cg_v2_apply_cpuset(dir, &r->cpu, err) : v1_cpuset(dir, &r->cpu, err)) < 0)
       return -1;
   }
-  if (r->has_pids) {
+  if (cg_pids_set(r)) {
     if ((dir = controller_dir(cg, "pids", "pids", F("pids"), &v2, err)) == NULL)
       return -1;
     char limit[32];

@@ -162,7 +162,7 @@ int cg_v2_apply_pids(const char *dir, int64_t limit, struct cm_error **err) {
   if (require(dir, "pids", F("pids.limit"), err) < 0)
     return -1;
   char buf[32];
-  limit_str(buf, limit <= 0 ? -1 : limit);
+  limit_str(buf, limit < 0 ? -1 : limit);
   return cg_write(dir, "pids.max", buf, F("pids.limit"), err);
 }
 
@@ -307,7 +307,7 @@ int cg_v2_apply_resources(const char *dir, const struct spec_resources *r, const
   if (r->has_network && (r->has_class_id || r->n_net_priorities > 0))
     return cm_error_set(err, ENOTSUP, F("network") ": net_cls/net_prio are cgroup v1 controllers, not on cgroup v2");
   if (cg_v2_apply_memory(dir, &r->memory, err) < 0 || cg_v2_apply_cpu(dir, &r->cpu, err) < 0 ||
-      cg_v2_apply_cpuset(dir, &r->cpu, err) < 0 || (r->has_pids && cg_v2_apply_pids(dir, r->pids_limit, err) < 0) ||
+      cg_v2_apply_cpuset(dir, &r->cpu, err) < 0 || (cg_pids_set(r) && cg_v2_apply_pids(dir, r->pids_limit, err) < 0) ||
       cg_v2_apply_io(dir, &r->block_io, err) < 0 || cg_v2_apply_hugetlb(dir, r, err) < 0 ||
       cg_v2_apply_rdma(dir, r, err) < 0 || cg_v2_apply_unified(dir, &r->unified, err) < 0)
     return -1;

@@ -333,7 +333,7 @@ static int append_resources(sd_bus_message *m, const struct spec_resources *r) {
     cm_debug("systemd: AllowedCPUs: cannot parse \"%s\"; only written to cpuset.cpus", c->cpus);
   if (rc >= 0 && c->mems && c->mems[0] && append_mask(m, "AllowedMemoryNodes", c->mems) == -EINVAL)
     cm_debug("systemd: AllowedMemoryNodes: cannot parse \"%s\"; only written to cpuset.mems", c->mems);
-  if (rc >= 0 && r->has_pids)
+  if (rc >= 0 && cg_pids_set(r))
     rc = append_u64(m, "TasksMax", r->pids_limit > 0 ? (uint64_t)r->pids_limit : SD_INFINITY);
   if (rc >= 0 && r->block_io.has_weight && r->block_io.weight != 0)
     rc = append_u64(m, "IOWeight", cg_blkio_to_io_weight(r->block_io.weight));

@@ -96,26 +96,47 @@ int cg_v1_discover(struct cgroup *cg, struct cm_error **err) {
   return 0;
 }
 
-/* A new cpuset cgroup starts with empty cpus/mems and refuses tasks until they are set: give it
- * the parent's. */
-static int cpuset_inherit(const char *parent, const char *dir, struct cm_error **err) {
+/* The value of a cpuset file of dir, filled in from the nearest ancestor that has one when it is
+ * empty. A cpuset cgroup starts with empty cpus and mems and refuses tasks (cgroup.procs:
+ * ENOSPC) until both are set, and so does every cgroup below an empty one: a parent someone else
+ * made and never used (a pod cgroup made by hand or by a tool) must be filled too, as runc
+ * does, not only the directories this run made. Walks up only while a level is empty. */
+static char *cpuset_value(const char *mount, const char *dir, const char *file, struct cm_error **err) {
+  char *mine = cg_read(dir, file, err);
+  if (mine == NULL || (mine[0] != '\0' && mine[0] != '\n'))
+    return mine;
+  free(mine);
+  const char *slash = strrchr(dir, '/');
+  /* The hierarchy's root always has every cpu and node; above it is not ours to read. */
+  if (strcmp(dir, mount) == 0 || slash == NULL || slash < dir + strlen(mount)) {
+    cm_error_set(err, ENOSPC, "%s/%s is empty and there is no parent cgroup to take it from", dir, file);
+    return NULL;
+  }
+  cleanup_free char *parent = strndup(dir, (size_t)(slash - dir));
+  if (parent == NULL)
+    abort();
+  char *theirs = cpuset_value(mount, parent, file, err);
+  if (theirs == NULL)
+    return NULL;
+  if (cg_write(dir, file, theirs, NULL, err) < 0) {
+    free(theirs);
+    return NULL;
+  }
+  return theirs;
+}
+
+int cg_v1_cpuset_ensure(const char *mount, const char *dir, struct cm_error **err) {
   static const char *const files[] = {"cpuset.cpus", "cpuset.mems"};
   for (size_t i = 0; i < 2; i++) {
-    cleanup_free char *mine = cg_read(dir, files[i], err);
-    if (mine == NULL)
-      return -1;
-    if (mine[0] != '\0' && mine[0] != '\n')
-      continue;
-    cleanup_free char *theirs = cg_read(parent, files[i], err);
-    if (theirs == NULL)
-      return -1;
-    if (cg_write(dir, files[i], theirs, NULL, err) < 0)
-      return -1;
+    char *value = cpuset_value(mount, dir, files[i], err);
+    if (value == NULL)
+      return cm_error_prefix(err, "cgroup cpuset");
+    free(value);
   }
   return 0;
 }
 
-static bool is_cpuset(const struct cgroup_v1_hierarchy *h) {
+bool cg_v1_is_cpuset(const struct cgroup_v1_hierarchy *h) {
   const char *p = h->controllers;
   while (*p) {
     size_t len = strcspn(p, ",");
@@ -132,9 +153,11 @@ int cg_v1_create_dirs(struct cgroup *cg, struct cm_error **err) {
   int all_made = 1;
   for (size_t i = 0; i < cg->n_v1; i++) {
     struct cgroup_v1_hierarchy *h = &cg->v1[i];
-    int made = cg_mkdir_p(h->mountpoint, cg->path, &h->existing_depth, is_cpuset(h) ? cpuset_inherit : NULL, err);
+    int made = cg_mkdir_p(h->mountpoint, cg->path, &h->existing_depth, err);
     if (made < 0)
       return cm_error_prefix(err, "cgroup %s", h->controllers);
+    if (cg_v1_is_cpuset(h) && cg_v1_cpuset_ensure(h->mountpoint, h->dir, err) < 0)
+      return -1;
     all_made &= made;
   }
   return all_made;

@@ -127,6 +127,10 @@ int cg_v2_is_frozen(const char *dir, struct cm_error **err) {
   return state[0] == '1';
 }
 
+int cg_v2_frozen_effective(const char *dir) {
+  return (int)events_value(dir, "frozen");
+}
+
 int cg_v2_freeze(const char *dir, bool frozen, struct cm_error **err) {
   if (cg_write(dir, "cgroup.freeze", frozen ? "1" : "0", NULL, err) < 0)
     return -1;

@@ -32,7 +32,11 @@ static const char help[] =
     "  --pid-file FILE           write the process's host pid to FILE\n"
     "  --console-socket PATH     send the pty master over this unix socket\n"
     "  --preserve-fds N          pass N extra fds (3 .. 3+N-1) to the process\n"
-    "  --ignore-paused           exec even if the container is paused\n"
+    "  --ignore-paused           exec even if the container is paused (the process runs once\n"
+    "                            it is resumed)\n"
+    "  --cgroup [CTRL[,CTRL]:]PATH  run in PATH, an existing sub-cgroup of the container's: in\n"
+    "                            every hierarchy (PATH alone, once), or in the named cgroup v1\n"
+    "                            controllers' (repeatable)\n"
     "  -h, --help                this help\n";
 
 struct growing {
@@ -133,7 +137,7 @@ int cmd_exec(struct cli_globals *g, int argc, char **argv) {
       {NULL, 0, NULL, 0},
   };
   struct exec_options o = {0};
-  struct growing env = {0}, caps = {0};
+  struct growing env = {0}, caps = {0}, cgroups = {0};
   uint32_t *gids = NULL;
   size_t n_gids = 0;
   int status = 1;
@@ -180,10 +184,7 @@ int cmd_exec(struct cli_globals *g, int argc, char **argv) {
         goto out;
       break;
     case OPT_IGNORE_PAUSED: o.ignore_paused = true; break;
-    case OPT_CGROUP:
-      /* runc's sub-cgroup selection; the process always joins the container's own cgroup. */
-      cli_usage_error("exec", "--cgroup is not supported");
-      goto out;
+    case OPT_CGROUP: push(&cgroups, optarg); break;
     case 'h':
       fputs(help, stdout);
       status = 0;
@@ -208,6 +209,8 @@ int cmd_exec(struct cli_globals *g, int argc, char **argv) {
   o.n_caps = caps.count;
   o.additional_gids = gids;
   o.n_additional_gids = n_gids;
+  o.sub_cgroups = cgroups.items;
+  o.n_sub_cgroups = cgroups.count;
   struct exec_policy policy = {.requested = g->profile};
   o.harden = exec_harden;
   o.harden_arg = &policy;
@@ -221,6 +224,7 @@ int cmd_exec(struct cli_globals *g, int argc, char **argv) {
 out:
   free(env.items);
   free(caps.items);
+  free(cgroups.items);
   free(gids);
   return status;
 }

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void container_close(struct container *o) {
@@ -15,10 +17,15 @@ void container_close(struct container *o) {
   o->cgroup = NULL;
 }
 
-int container_open(const struct runtime_context *ctx, const char *id, struct container *o,
-                          struct cm_error **err) {
+void container_unlock(struct container *o) {
+  if (o->dirfd >= 0)
+    flock(o->dirfd, LOCK_UN);
+}
+
+int container_open(const struct runtime_context *ctx, const char *id, enum state_dir_access access,
+                   struct container *o, struct cm_error **err) {
   memset(o, 0, sizeof(*o));
-  o->dirfd = state_dir_open_locked(ctx->root, id, err);
+  o->dirfd = state_dir_open(ctx->root, id, access, err);
   if (o->dirfd < 0)
     return -1;
   int r = state_read(o->dirfd, id, &o->st, err);
@@ -28,8 +35,14 @@ int container_open(const struct runtime_context *ctx, const char *id, struct con
   }
   if (r == 1) {
     /* A state dir without state.json: a create that is still running, or one that was killed
-     * before it finished. The lock we hold says no create is running (create holds it until
-     * the state is written), so this is the leftover of a killed create. */
+     * before it finished (or a delete under way). A writer holds the lock, so no create is
+     * running: this is the leftover of a killed create. A reader cannot tell, and says
+     * "creating" either way; a directory removed meanwhile does not exist. */
+    struct stat dst;
+    if (access == STATE_DIR_READ && (fstat(o->dirfd, &dst) < 0 || dst.st_nlink == 0)) {
+      container_close(o);
+      return cm_error_set(err, 0, "container \"%s\" does not exist", id);
+    }
     o->status = STATUS_CREATING;
     /* What it made before it died (creating.json): the cgroup and stage1's or init's pid, so
      * `delete --force` can remove them. Unreadable or absent: nothing was made yet. */
@@ -47,7 +60,9 @@ int container_open(const struct runtime_context *ctx, const char *id, struct con
     o->cgroup = cgroup_deserialize(o->st.cgroup, &ignored);
     cm_error_freep(&ignored);
   }
-  if (o->status == STATUS_RUNNING && o->cgroup) {
+  /* Paused wins over created as well as running (runc): a created container can be paused, and
+   * `start` must not wait for an init that cannot run. */
+  if ((o->status == STATUS_RUNNING || o->status == STATUS_CREATED) && o->cgroup) {
     struct cm_error *ignored = NULL;
     if (cgroup_is_frozen(o->cgroup, &ignored) == 1)
       o->status = STATUS_PAUSED;

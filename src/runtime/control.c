@@ -1,14 +1,14 @@
 /* pause, resume, ps and update: operations on a running container's cgroup. Each opens the
- * container under its lock (container_open) and checks the status first, with runc's wording. */
+ * container (locked, but for ps: state.h) and checks the status first, with runc's wording. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "runtime/container.h"
 #include "runtime/runtime.h"
 
-static int open_with_cgroup(const struct runtime_context *ctx, const char *id, struct container *c,
-                            struct cm_error **err) {
-  if (container_open(ctx, id, c, err) < 0)
+static int open_with_cgroup(const struct runtime_context *ctx, const char *id, enum state_dir_access access,
+                            struct container *c, struct cm_error **err) {
+  if (container_open(ctx, id, access, c, err) < 0)
     return -1;
   if (c->cgroup == NULL && c->status != STATUS_STOPPED && c->status != STATUS_CREATING) {
     container_close(c);
@@ -23,7 +23,7 @@ static bool is_alive(enum container_status s) {
 
 int runtime_pause(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
   struct container c;
-  if (open_with_cgroup(ctx, id, &c, err) < 0)
+  if (open_with_cgroup(ctx, id, STATE_DIR_WRITE, &c, err) < 0)
     return -1;
   int rc;
   if (c.status == STATUS_PAUSED)
@@ -38,7 +38,7 @@ int runtime_pause(const struct runtime_context *ctx, const char *id, struct cm_e
 
 int runtime_resume(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
   struct container c;
-  if (open_with_cgroup(ctx, id, &c, err) < 0)
+  if (open_with_cgroup(ctx, id, STATE_DIR_WRITE, &c, err) < 0)
     return -1;
   int rc;
   if (c.status != STATUS_PAUSED)
@@ -53,7 +53,7 @@ int runtime_pids(const struct runtime_context *ctx, const char *id, pid_t **pids
   *pids = NULL;
   *n = 0;
   struct container c;
-  if (open_with_cgroup(ctx, id, &c, err) < 0)
+  if (open_with_cgroup(ctx, id, STATE_DIR_READ, &c, err) < 0)
     return -1;
   int rc = 0;
   if (is_alive(c.status)) {
@@ -78,7 +78,7 @@ int runtime_pids(const struct runtime_context *ctx, const char *id, pid_t **pids
 int runtime_update(const struct runtime_context *ctx, const char *id, struct spec_resources *r,
                    runtime_update_harden harden, void *harden_arg, struct cm_error **err) {
   struct container c;
-  if (open_with_cgroup(ctx, id, &c, err) < 0)
+  if (open_with_cgroup(ctx, id, STATE_DIR_WRITE, &c, err) < 0)
     return -1;
   /* The profile the container was created under (recorded in its state) bounds every update. */
   const char *recorded = spec_kv_get(&c.st.annotations, "run.codemode.profile");

@@ -19,7 +19,7 @@ struct watched {
  * container does and must not hold the state dir lock that kill and delete need. */
 static int take_cgroup(const struct runtime_context *ctx, const char *id, struct watched *w, struct cm_error **err) {
   struct container c;
-  if (container_open(ctx, id, &c, err) < 0)
+  if (container_open(ctx, id, STATE_DIR_READ, &c, err) < 0)
     return -1;
   int rc = 0;
   if (c.status != STATUS_CREATED && c.status != STATUS_RUNNING && c.status != STATUS_PAUSED)

@@ -1,8 +1,9 @@
 /* exec: the runtime side. Opens the container (locked), builds the process from the kept
- * config.json and the options (or process.json), compiles the container's seccomp filter, forks
- * stage1 into the container's cgroup and drives it over the sync socket until the process has
- * exec'd (EOF) or reported an error. Then, unlocked: the pid file, and either return (--detach)
- * or wait for the process in the foreground. */
+ * config.json and the options (or process.json), compiles the container's seccomp filter and
+ * forks stage1 into the container's cgroup. Then, unlocked (the process may have to wait for a
+ * paused container: `resume` must be able to run meanwhile): drives stage1 over the sync socket
+ * until the process has exec'd (EOF) or reported an error, writes the pid file, and either
+ * returns (--detach) or waits for the process in the foreground. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -265,11 +266,12 @@ static void reap(pid_t *pid) {
   *pid = 0;
 }
 
-/* Everything up to the process having exec'd, under the container's lock. Returns the pid. */
+/* Everything up to the process having exec'd; under the container's lock until the process is
+ * in the container's cgroup. Returns the pid. */
 static int exec_start(const struct runtime_context *ctx, const struct exec_options *o, struct exec_run *r,
                       struct cm_error **err) {
   struct container c;
-  if (container_open(ctx, o->id, &c, err) < 0)
+  if (container_open(ctx, o->id, STATE_DIR_WRITE, &c, err) < 0)
     return -1;
   struct spec *s = NULL;
   struct spec_process *loaded = NULL;
@@ -279,6 +281,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   const struct spec_seccomp *stacked_spec = NULL;
   bool has_seccomp = false, has_stacked = false;
   int pidfd = -1, child_sock = -1;
+  struct cgroup *sub = NULL;
   int ns_fds[SPEC_NS_COUNT];
   for (int t = 0; t < SPEC_NS_COUNT; t++)
     ns_fds[t] = -1;
@@ -290,10 +293,25 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   case STATUS_PAUSED:
     if (o->ignore_paused)
       break;
-    cm_error_set(err, 0, "cannot exec in a paused container");
+    cm_error_set(err, 0, "cannot exec in a paused container (use --ignore-paused to override)");
     goto out;
   default: cm_error_set(err, 0, "cannot exec in a stopped container"); goto out;
   }
+  if (o->n_sub_cgroups > 0) {
+    if (c.cgroup == NULL) {
+      cm_error_set(err, 0, "--cgroup: container \"%s\" has no cgroup (created with --cgroup-manager disabled)", o->id);
+      goto out;
+    }
+    if (cgroup_open_sub(c.cgroup, o->sub_cgroups, o->n_sub_cgroups, &sub, err) < 0)
+      goto out;
+    /* A sub-cgroup frozen on its own: refused like a paused container. */
+    if (!o->ignore_paused && cgroup_refuse_frozen(sub, err) < 0) {
+      cm_error_prefix(err, "exec --cgroup (use --ignore-paused to wait for it to be thawed)");
+      goto out;
+    }
+  }
+  /* The cgroup the process joins: the container's, or the sub-cgroup --cgroup names. */
+  struct cgroup *target = sub ? sub : c.cgroup;
   s = load_kept_config(c.dirfd, err);
   if (s == NULL)
     goto out;
@@ -403,7 +421,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   if (r->sock < 0 || child_sock < 0)
     goto out;
 
-  int cgroup_fd = c.cgroup ? cgroup_open_for_clone(c.cgroup) : -1;
+  int cgroup_fd = target ? cgroup_open_for_clone(target) : -1;
   bool in_cgroup = false;
   r->stage1 = clone_child(0, cgroup_fd, &in_cgroup);
   if (r->stage1 < 0) {
@@ -440,11 +458,14 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   if (cgroup_fd >= 0)
     close(cgroup_fd);
   if (in_cgroup)
-    cgroup_mark_cloned_into(c.cgroup);
-  if (c.cgroup && cgroup_enter(c.cgroup, r->stage1, err) < 0) {
-    cm_error_prefix(err, "exec: join the container's cgroup");
+    cgroup_mark_cloned_into(target);
+  if (target && cgroup_enter(target, r->stage1, err) < 0) {
+    cm_error_prefix(err, sub ? "exec --cgroup: join the sub-cgroup" : "exec: join the container's cgroup");
     goto fail;
   }
+  /* In the container's cgroup: a delete from now on kills the process with the rest. Until it
+   * has exec'd it runs only while the container does (--ignore-paused: until `resume`). */
+  container_unlock(&c);
   if (drive_child(r, err) < 0)
     goto fail;
   rc = 0;
@@ -469,6 +490,7 @@ out:
   free(landlock);
   spec_process_free(loaded);
   spec_free(s);
+  cgroup_free(sub);
   container_close(&c);
   return rc;
 }

@@ -1,5 +1,6 @@
-/* start, kill, delete, state and list: operations on a container that exists. Each takes the
- * state dir's flock, so two operations on one id are serialised. */
+/* start, kill, delete, state and list: operations on a container that exists. start, kill and
+ * delete take the state dir's flock, so two of them on one id are serialised, and give it up
+ * before any wait the container or a hook decides; state and list take none (state.h). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,28 +45,29 @@ static void run_hooks_logged_from(const struct spec *s, const struct container *
   }
 }
 
-static void run_hooks_logged(const struct container *o, enum spec_hook_kind kind, const char *status) {
+/* The kept config, for the hooks a later command runs; NULL (with a warning) when it cannot be
+ * read: poststart and poststop failures are warnings, by the spec. */
+static struct spec *load_config_for_hooks(const struct container *o) {
   struct cm_error *err = NULL;
   struct spec *s = load_kept_config(o->dirfd, &err);
-  if (s)
-    run_hooks_logged_from(s, o, kind, status);
   if (err) {
-    /* poststart and poststop failures are warnings, by the spec. */
     cleanup_free char *msg = cm_error_format(err);
     cm_warn("%s", msg);
     cm_error_free(err);
   }
-  spec_free(s);
+  return s;
 }
 
 int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
   struct container o;
-  if (container_open(ctx, id, &o, err) < 0)
+  if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
     return -1;
   int rc = -1;
   int fd = -1;
+  struct spec *s = NULL;
   switch (o.status) {
   case STATUS_CREATED: break;
+  case STATUS_PAUSED: cm_error_set(err, 0, "cannot start a container in the paused state"); goto out;
   case STATUS_STOPPED: cm_error_set(err, 0, "cannot start a container that has stopped"); goto out;
   case STATUS_CREATING: cm_error_set(err, 0, "cannot start a container that is still being created"); goto out;
   default: cm_error_set(err, 0, "cannot start an already running container"); goto out;
@@ -81,17 +83,22 @@ int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_e
     goto out;
   }
   unlinkat(o.dirfd, "exec.fifo", 0);
+  /* Started: what the lock guards is done. What follows waits for init (paused meanwhile, it
+   * waits until `resume`) and runs hooks (which may run codemode on this container): unlocked. */
+  s = load_config_for_hooks(&o);
+  container_unlock(&o);
   /* init holds the only read end of the fifo until it execs (close-on-exec) or dies; then our
    * write end reports POLLERR. Waiting for it makes `start` return once the user's process runs,
    * after the startContainer hooks, so poststart hooks run after it, as the spec orders. */
   struct pollfd pfd = {.fd = fd, .events = 0};
   while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
     ;
-  run_hooks_logged(&o, SPEC_HOOK_POSTSTART, "running");
+  run_hooks_logged_from(s, &o, SPEC_HOOK_POSTSTART, "running");
   rc = 0;
 out:
   if (fd >= 0)
     close(fd);
+  spec_free(s);
   container_close(&o);
   return rc;
 }
@@ -111,13 +118,13 @@ int runtime_start_at_once(const struct runtime_context *ctx, const char *id, con
   /* Nothing else to do unless there are poststart hooks: most runs have none. */
   if (spec && spec->hooks[SPEC_HOOK_POSTSTART].count == 0)
     return 0;
+  /* The state for the hooks' stdin only: no lock, so that a hook may run codemode on us. */
   struct container o;
-  if (container_open(ctx, id, &o, err) < 0)
+  if (container_open(ctx, id, STATE_DIR_READ, &o, err) < 0)
     return -1;
-  if (spec)
-    run_hooks_logged_from(spec, &o, SPEC_HOOK_POSTSTART, "running");
-  else
-    run_hooks_logged(&o, SPEC_HOOK_POSTSTART, "running");
+  struct spec *kept = spec ? NULL : load_config_for_hooks(&o);
+  run_hooks_logged_from(spec ? spec : kept, &o, SPEC_HOOK_POSTSTART, "running");
+  spec_free(kept);
   container_close(&o);
   return 0;
 }
@@ -149,7 +156,7 @@ static int signal_init(const struct container *o, int signo, struct cm_error **e
 
 int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, bool all, struct cm_error **err) {
   struct container o;
-  if (container_open(ctx, id, &o, err) < 0)
+  if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
     return -1;
   int rc = 0;
   if (o.status == STATUS_STOPPED && all) {
@@ -193,7 +200,7 @@ int runtime_delete(const struct runtime_context *ctx, const char *id, bool force
 int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, bool force, const struct spec *spec,
                              struct cm_error **err) {
   struct container o;
-  if (container_open(ctx, id, &o, err) < 0) {
+  if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0) {
     if (force && state_remove_if_corrupt(ctx->root, id) == 1) {
       cm_error_freep(err);
       return 0;
@@ -242,11 +249,13 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
   }
   if (o.cgroup && cgroup_destroy(o.cgroup, err) < 0)
     goto out;
-  if (o.status != STATUS_CREATING && spec != NULL)
-    run_hooks_logged_from(spec, &o, SPEC_HOOK_POSTSTOP, "stopped");
-  else if (o.status != STATUS_CREATING)
-    run_hooks_logged(&o, SPEC_HOOK_POSTSTOP, "stopped");
+  struct spec *kept = o.status != STATUS_CREATING && spec == NULL ? load_config_for_hooks(&o) : NULL;
   rc = state_dir_remove(ctx->root, id, err);
+  /* Poststop hooks once the state is gone (runc's order): one that runs codemode on this id gets
+   * "does not exist" instead of waiting for our lock, which we hold until the hook returns. */
+  if (o.status != STATUS_CREATING)
+    run_hooks_logged_from(spec ? spec : kept, &o, SPEC_HOOK_POSTSTOP, "stopped");
+  spec_free(kept);
 out:
   container_close(&o);
   return rc;
@@ -254,7 +263,7 @@ out:
 
 char *runtime_state_json(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
   struct container o;
-  if (container_open(ctx, id, &o, err) < 0)
+  if (container_open(ctx, id, STATE_DIR_READ, &o, err) < 0)
     return NULL;
   char *json = NULL;
   if (o.status == STATUS_CREATING) {
@@ -317,7 +326,7 @@ int runtime_list(const struct runtime_context *ctx, struct container_summary **o
       continue;
     struct container o;
     struct cm_error *ignored = NULL;
-    if (container_open(ctx, de->d_name, &o, &ignored) < 0) {
+    if (container_open(ctx, de->d_name, STATE_DIR_READ, &o, &ignored) < 0) {
       cm_error_freep(&ignored);
       continue;
     }

@@ -97,6 +97,9 @@ struct exec_options {
   /* Always honoured: */
   bool detach;
   bool ignore_paused;
+  /* --cgroup: run in an existing sub-cgroup of the container's (cgroup_open_sub's specs). */
+  char *const *sub_cgroups;
+  size_t n_sub_cgroups;
   const char *pid_file;
   const char *console_socket;
   int preserve_fds;

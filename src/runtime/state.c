@@ -97,7 +97,29 @@ bool state_dir_exists(const char *root, const char *id) {
   return lstat(dir, &st) == 0 || errno != ENOENT;
 }
 
-int state_dir_open_locked(const char *root, const char *id, struct cm_error **err) {
+/* The exclusive lock of a writer. Every holder but create keeps it for bounded work (a file
+ * write, a freeze, a kill and its wait); create keeps it until init is ready, which its hooks and
+ * the container decide, without bound. Waiting behind a create could be forever (a hook that
+ * runs codemode on its own container, an init that never reports), so a writer that finds one
+ * at work refuses at once; runc, for which a container does not exist before its state is
+ * written, refuses too. A create is at work when the lock is held and state.json is not there
+ * yet (a delete that already removed it looks the same, and is as brief). */
+static int lock_for_writing(int fd, const char *id, struct cm_error **err) {
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+    return 0;
+  if (errno != EWOULDBLOCK)
+    return cm_error_set(err, errno, "lock the state of container \"%s\"", id);
+  if (faccessat(fd, "state.json", F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+    return cm_error_set(err, 0,
+                        "container \"%s\" is busy: another codemode process is creating (or removing) it; try "
+                        "again when it is done",
+                        id);
+  if (flock(fd, LOCK_EX) < 0)
+    return cm_error_set(err, errno, "lock the state of container \"%s\"", id);
+  return 0;
+}
+
+int state_dir_open(const char *root, const char *id, enum state_dir_access access, struct cm_error **err) {
   if (container_id_validate(id, err) < 0)
     return -1;
   cleanup_free char *dir = state_dir_path(root, id);
@@ -107,9 +129,9 @@ int state_dir_open_locked(const char *root, const char *id, struct cm_error **er
       return cm_error_set(err, 0, "container \"%s\" does not exist", id);
     return cm_error_set(err, errno, "open state directory %s", dir);
   }
-  if (flock(fd, LOCK_EX) < 0) {
+  if (access == STATE_DIR_WRITE && lock_for_writing(fd, id, err) < 0) {
     close(fd);
-    return cm_error_set(err, errno, "lock state directory %s", dir);
+    return -1;
   }
   /* Deleted while we waited for the lock? */
   struct stat st;
@@ -384,7 +406,7 @@ int state_read(int dirfd, const char *id, struct container_state *st, struct cm_
 
 int state_remove_if_corrupt(const char *root, const char *id) {
   struct cm_error *err = NULL;
-  cleanup_close int dirfd = state_dir_open_locked(root, id, &err);
+  cleanup_close int dirfd = state_dir_open(root, id, STATE_DIR_WRITE, &err);
   cm_error_freep(&err);
   if (dirfd < 0)
     return 0;

@@ -49,9 +49,16 @@ int container_id_validate(const char *id, struct cm_error **err);
 char *state_dir_path(const char *root, const char *id);
 /* mkdir <root> (0700) and <root>/<id>; EEXIST → "container with id exists: ID". Returns the dir fd. */
 int state_dir_create(const char *root, const char *id, struct cm_error **err);
-/* Open an existing state dir and take an exclusive flock on it (serialises operations on one id).
- * Missing → `container "ID" does not exist`. Returns the locked dir fd. */
-int state_dir_open_locked(const char *root, const char *id, struct cm_error **err);
+/* How a command opens an existing state dir. The rule that keeps commands from waiting on each
+ * other forever: whoever holds the lock never waits, while holding it, for anything a container,
+ * a hook or another command decides (see create, start, exec and delete).
+ *   STATE_DIR_READ   no lock (state, list, ps, events): state.json is only ever replaced whole,
+ *                    by rename, so a reader needs none and never waits.
+ *   STATE_DIR_WRITE  the exclusive flock, serialising the commands that change the container;
+ *                    refused at once while a create is still at work on it. */
+enum state_dir_access { STATE_DIR_READ, STATE_DIR_WRITE };
+/* Missing → `container "ID" does not exist`. Returns the dir fd (locked for STATE_DIR_WRITE). */
+int state_dir_open(const char *root, const char *id, enum state_dir_access access, struct cm_error **err);
 int state_dir_remove(const char *root, const char *id, struct cm_error **err);
 /* Whether <root>/<id> is there at all (a valid id is the caller's business). */
 bool state_dir_exists(const char *root, const char *id);

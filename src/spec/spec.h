@@ -227,7 +227,7 @@ struct spec_resources {
   struct spec_memory memory;
   struct spec_cpu cpu;
   bool has_pids;
-  int64_t pids_limit; /* <= 0: unlimited */
+  int64_t pids_limit; /* < 0: unlimited; 0: not set (as runc and crun read it) */
   struct spec_blockio block_io;
   struct spec_hugepage_limit *hugepage_limits;
   size_t n_hugepage_limits;

@@ -84,7 +84,7 @@ static void test_state_round_trip(void **state) {
   err = NULL;
   close(dirfd);
   assert_int_equal(state_dir_remove(dir, "c1", &err), 0);
-  assert_int_equal(state_dir_open_locked(dir, "c1", &err), -1);
+  assert_int_equal(state_dir_open(dir, "c1", STATE_DIR_WRITE, &err), -1);
   assert_string_equal(err->msg, "container \"c1\" does not exist");
   cm_error_free(err);
   assert_int_equal(rmdir(dir), 0);
@@ -105,6 +105,30 @@ static void test_corrupt_state(void **state) {
   cm_error_free(err);
   close(dirfd);
   assert_int_equal(state_dir_remove(dir, "c2", NULL), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
+/* While a create holds the lock (no state.json yet), a writer is refused at once and a reader
+ * opens without waiting; once create is done, both open. */
+static void test_lock_while_creating(void **state) {
+  (void)state;
+  char dir[] = "/tmp/cm-state-test-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  struct cm_error *err = NULL;
+  int creating = state_dir_create(dir, "c3", &err);
+  assert_true(creating >= 0);
+  assert_int_equal(state_dir_open(dir, "c3", STATE_DIR_WRITE, &err), -1);
+  assert_non_null(strstr(err->msg, "container \"c3\" is busy: another codemode process is creating"));
+  cm_error_free(err);
+  err = NULL;
+  int reader = state_dir_open(dir, "c3", STATE_DIR_READ, &err);
+  assert_true(reader >= 0);
+  close(reader);
+  close(creating); /* create done (or dead): the lock is free */
+  int writer = state_dir_open(dir, "c3", STATE_DIR_WRITE, &err);
+  assert_true(writer >= 0);
+  close(writer);
+  assert_int_equal(state_dir_remove(dir, "c3", &err), 0);
   assert_int_equal(rmdir(dir), 0);
 }
 
@@ -149,7 +173,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_container_ids),     cmocka_unit_test(test_state_round_trip),
       cmocka_unit_test(test_corrupt_state),     cmocka_unit_test(test_zombie_is_stopped),
-      cmocka_unit_test(test_signal_names),
+      cmocka_unit_test(test_signal_names),      cmocka_unit_test(test_lock_while_creating),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

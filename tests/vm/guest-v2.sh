@@ -216,6 +216,68 @@ t "blockIO throttle{Write,Read}BpsDevice: io.max set, direct dd to /dev/vda slow
 [ -s /run/cmvm-blk.times ] && cat /run/cmvm-blk.times
 cleanup_container blk
 
+# linux.devices only makes the node (runc): a /dev/zero the config lists itself loses its default
+# allow, so the config's deny of c 1:5 holds in the eBPF filter; an unlisted default keeps it.
+devices_listed() {
+  local out
+  bundle devl sh -c 'for d in zero null; do if (exec 3<>/dev/$d) 2>/dev/null; then echo $d:open; else echo $d:denied; fi; done' >/dev/null
+  cfg devl '.linux.devices = [{path: "/dev/zero", type: "c", major: 1, minor: 5, fileMode: 438}] |
+    .linux.resources.devices = [{allow: false, access: "rwm"}, {allow: false, type: "c", major: 1, minor: 5, access: "rwm"}]'
+  out=$(cm run -b $BUNDLES/devl devl </dev/null 2>&1 | tr '\n' ' ')
+  [ "$out" = "zero:denied null:open " ] || { echo "$out"; return 1; }
+}
+t "linux.devices adds no allow: resources.devices' deny of a listed default device holds (eBPF)" devices_listed
+cleanup_container devl
+
+# A cgroup frozen from above: create fails at once naming it (runc and crun wait for ever).
+frozen_parent() {
+  local out rc=0
+  mkdir -p $CG/cmvm/frozen
+  echo 1 >$CG/cmvm/frozen/cgroup.freeze
+  bundle frz echo hi >/dev/null
+  cfg frz '.linux.cgroupsPath = "/cmvm/frozen/frz"'
+  # To a file: a frozen init that outlived a hung runtime would hold a capture pipe for ever.
+  timeout -s KILL 20 "$CODEMODE" --root "$STATE" run -b $BUNDLES/frz frz </dev/null >/run/cmvm-frz.out 2>&1 || rc=$?
+  echo 0 >$CG/cmvm/frozen/cgroup.freeze
+  out=$(cat /run/cmvm-frz.out)
+  echo "$out"
+  [ "$rc" -eq 1 ] || { echo "exit status $rc"; return 1; }
+  [[ $out == *"cgroup /cmvm/frozen/frz is frozen"* ]] || return 1
+  [ ! -e $CG/cmvm/frozen/frz ] && [ -z "$(state_of frz)" ] && rmdir $CG/cmvm/frozen
+}
+t "run into a cgroup frozen from above (cgroup.freeze) fails at once, naming it, leaving nothing" frozen_parent
+
+# exec --ignore-paused waits for resume without holding the container's lock (runc's behaviour).
+exec_paused() {
+  local rc=0
+  bundle paused sleep 1000 >/dev/null
+  run_detached paused || return 1
+  cm pause paused || return 1
+  timeout -s KILL 60 "$CODEMODE" --root "$STATE" exec --ignore-paused paused echo exec-ran </dev/null >/run/cmvm-paused.out 2>&1 &
+  local ex=$!
+  sleep 2
+  [ ! -s /run/cmvm-paused.out ] || { echo "ran while paused: $(cat /run/cmvm-paused.out)"; rc=1; }
+  [ "$(timeout -s KILL 10 "$CODEMODE" --root "$STATE" state paused | jq -r .status)" = paused ] || { echo "state did not answer 'paused'"; rc=1; }
+  timeout -s KILL 10 "$CODEMODE" --root "$STATE" ps paused >/dev/null || { echo "ps did not answer"; rc=1; }
+  timeout -s KILL 10 "$CODEMODE" --root "$STATE" resume paused || { echo "resume did not answer"; rc=1; }
+  wait "$ex" || { echo "exec exited $?"; rc=1; }
+  [ "$(cat /run/cmvm-paused.out)" = exec-ran ] || { cat /run/cmvm-paused.out; rc=1; }
+  return $rc
+}
+t "exec --ignore-paused runs once resumed; state, ps and resume answer meanwhile" exec_paused
+
+# exec --cgroup on cgroup v2: one hierarchy, a path alone; a controller prefix is refused (runc).
+exec_sub_cgroup() {
+  local out
+  mkdir $CG/cmvm/paused/sub || return 1
+  out=$(cm exec --cgroup sub paused cat /proc/self/cgroup 2>&1)
+  [ "$out" = "0::/cmvm/paused/sub" ] || { echo "$out"; return 1; }
+  out=$(cm exec --cgroup memory:sub paused true 2>&1) && { echo "memory:sub accepted"; return 1; }
+  [[ $out == *"give the path alone"* ]] || { echo "$out"; return 1; }
+}
+t "exec --cgroup PATH runs in the sub-cgroup (0::/…/sub); controller:PATH refused on v2" exec_sub_cgroup
+cleanup_container paused
+
 # process.apparmorProfile: Debian's kernel has AppArmor built in and on by default. The profile
 # allows everything but writes to /tmp/denied (audited, for the kernel log check), so a working
 # label shows as exactly that EACCES.
