@@ -140,7 +140,9 @@ start_detached() {
   run in_view cgroup2 "$CODEMODE" --root "$ROOT" run -b "$BUNDLE" "$CID"
   echo "$output"
   [ "$status" -ne 0 ]
-  [[ $output == *"linux.resources.pids.limit"*"pids controller"* ]]
+  if codemode_part error-wording; then
+    [[ $output == *"linux.resources.pids.limit"*"pids controller"* ]]
+  fi
   [ ! -e "$ROOT/$CID" ]
 }
 
@@ -154,7 +156,9 @@ start_detached() {
   run in_view legacy "$CODEMODE" --root "$ROOT" run -b "$BUNDLE" "$CID"
   echo "$output"
   [ "$status" -ne 0 ]
-  [[ $output == *"linux.resources.hugepageLimits"*"hugetlb controller"* ]]
+  if codemode_part error-wording; then
+    [[ $output == *"linux.resources.hugepageLimits"*"hugetlb controller"* ]]
+  fi
   [ ! -e "$ROOT/$CID" ]
   [ -z "$(find /sys/fs/cgroup -maxdepth 3 -name "$CID")" ]
   # cgroup2 with hugetlb at the root but not delegated to the container: its parent holds a
@@ -168,7 +172,9 @@ start_detached() {
   run in_view cgroup2 "$CODEMODE" --root "$ROOT" run -b "$BUNDLE" "$CID"
   echo "$output"
   [ "$status" -ne 0 ]
-  [[ $output == *"linux.resources.hugepageLimits"*"hugetlb controller"* ]]
+  if codemode_part error-wording; then
+    [[ $output == *"linux.resources.hugepageLimits"*"hugetlb controller"* ]]
+  fi
   [ ! -e "$parent/c" ]
   kill "$(cat "$parent/cgroup.procs")"
 }
@@ -196,9 +202,10 @@ start_detached() {
   [ "$status" -eq 0 ]
 }
 
-# codemode-only: runc 1.1.5 and crun 1.8.1 hang (init frozen before it reports) when a parent is
-# frozen; runc fails at once only when the container's own cgroup is.
+# runc 1.1.5 and crun 1.8.1 hang (init frozen before it reports) when a parent is frozen; runc
+# fails at once only when the container's own cgroup is.
 @test "run and create into a frozen cgroup fail at once, naming it, and leave nothing" {
+  codemode_only frozen-cgroup
   skip_unless_hybrid
   local f=/sys/fs/cgroup/freezer/cm-test-bats/frozen-$CID
   mkdir -p "$f"
@@ -304,9 +311,10 @@ cg_dirs() {
   [[ $output == *bogus* ]]
 }
 
-# codemode-only: runc 1.1.5 fails with ENOSPC on an empty cpuset sub-cgroup; codemode fills it
-# from the container's cgroup, as it does for the container's own parents.
+# runc 1.1.5 fails with ENOSPC on an empty cpuset sub-cgroup; codemode fills it from the
+# container's cgroup, as it does for the container's own parents.
 @test "exec --cgroup into an empty v1 cpuset sub-cgroup fills it first" {
+  codemode_only exec-cgroup-cpuset
   [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ] || skip "no v1 cpuset hierarchy"
   start_detached
   local ctrls dir

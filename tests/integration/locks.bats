@@ -114,8 +114,9 @@ SH
   [ "${lines[2]}" = "poststop state=none list=" ]
 }
 
-# codemode-only: stops create at a point with CODEMODE_TEST_PAUSE_AT (src/runtime/create.c).
+# Stops create at a point with CODEMODE_TEST_PAUSE_AT (src/runtime/create.c).
 @test "while a create is at work, writers fail at once saying so, and readers answer" {
+  codemode_only state-while-creating
   set_args sleep 1000
   CODEMODE_TEST_PAUSE_AT=ready "$CODEMODE" --root "$ROOT" create -b "$BUNDLE" "$CID" \
     </dev/null >"$TEST_DIR/create.out" 2>"$TEST_DIR/create.err" 3>&- &
