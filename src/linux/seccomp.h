@@ -25,6 +25,13 @@ int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, 
  * else 0; -1 on error. Named seccomp_program_load because libseccomp exports seccomp_load. */
 int seccomp_program_load(const struct seccomp_program *prog, struct cm_error **err);
 void seccomp_program_free(struct seccomp_program *prog);
+/* "SCMP_ARCH_X86_64" (or "x86_64") → libseccomp's token; 0 when this libseccomp does not know it. */
+uint32_t seccomp_arch_token(const char *name);
+/* seccomp_enosys.c: the stub seccomp_compile puts in front of libseccomp's program so that
+ * syscalls newer than every one the profile names get ENOSYS (runc does the same). *out
+ * (struct sock_filter[], malloc'd) is NULL and *n 0 when the profile needs none. */
+int seccomp_enosys_stub(const struct spec_seccomp *sc, uint32_t default_action, void **out, size_t *n,
+                        struct cm_error **err);
 /* seccomp_compile through a cache of compiled programs in cache_dir (normally
  * SECCOMP_CACHE_DIR), keyed by the whole filter (see seccomp_cache.c); any cache problem falls
  * back to compiling. */

@@ -78,3 +78,33 @@ seccomp_rule() {
   # The listener answers mkdir with errno 77: seen inside, so the notification went through it.
   [[ $stdout == *"errno 77 "* ]]
 }
+
+# allowlist_profile ERRNO [NAME…]: what Docker's default profile allows (its unconditional list,
+# plus arch_prctl and clone), minus every syscall newer than clone3's 435 and minus NAME…; every
+# other syscall gets ERRNO. Architectures as Docker lists them on x86_64.
+allowlist_profile() {
+  local errno=$1
+  shift
+  local newer='["cachestat","close_range","epoll_pwait2","faccessat2","fchmodat2","futex_requeue",
+    "futex_wait","futex_waitv","futex_wake","landlock_add_rule","landlock_create_ruleset",
+    "landlock_restrict_self","map_shadow_stack","memfd_secret","openat2","process_mrelease"]'
+  set_cfg '.linux.seccomp = {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": $e,
+      "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+      "syscalls": [{"names": (($d[0].syscalls[0].names + ["arch_prctl", "clone"]) - $newer - $rm),
+                    "action": "SCMP_ACT_ALLOW"}]}' \
+    --argjson e "$errno" --argjson newer "$newer" --slurpfile d "$CM_REPO/seccomp-profiles/default.json" \
+    --argjson rm "$(printf '%s\n' "$@" | jq -R . | jq -sc 'map(select(. != ""))')"
+}
+
+# runc 1.1.5 observed on this bundle: syscall(1000) and clone3 -> 38, mkdir (older, not
+# allowed) -> the default errno.
+@test "seccomp: syscalls newer than the profile's highest get ENOSYS, older ones the default errno" {
+  allowlist_profile 1 mkdir
+  set_args /bin/hostile "$MARKER" syscall 1000 435 83
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $stdout == *"syscall 1000: errno 38"* ]]
+  [[ $stdout == *"syscall 435: errno 38"* ]]
+  [[ $stdout == *"syscall 83: errno 1"* ]]
+}
