@@ -81,8 +81,11 @@ static int cap_number(const char *name, struct cm_error **err) {
     name = canon;
   }
   cap_value_t cap;
-  if (cap_from_name(name, &cap) < 0 || cap < 0 || cap >= 64)
-    return cm_error_set(err, 0, "--cap: unknown capability \"%s\"", name);
+  if (cap_from_name(name, &cap) < 0 || cap < 0 || cap >= 64) {
+    /* As in config.json (spec/process.c) and as runc: a warning, and the process gets less. */
+    cm_warn("--cap: unknown capability \"%s\" ignored", name);
+    return -1;
+  }
   return (int)cap;
 }
 
@@ -123,7 +126,7 @@ static int process_from_flags(struct spec_process *p, const struct exec_options 
   for (size_t i = 0; i < o->n_caps; i++) {
     int cap = cap_number(o->caps[i], err);
     if (cap < 0)
-      return -1;
+      continue;
     /* Never inheritable: a cap there survives execve of non-privileged binaries (CVE-2022-29162). */
     uint64_t bit = 1ULL << cap;
     p->capabilities.present = true;
