@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "linux/last_steps.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -362,6 +363,24 @@ int seccomp_program_load(const struct seccomp_program *prog, struct cm_error **e
   if (rc > 0) /* TSYNC: a thread that could not be synchronized */
     return cm_error_set(err, 0, "linux.seccomp: thread %ld could not be synchronized to the filter", rc);
   return 0;
+}
+
+void seccomp_emit_load(struct last_steps *ls, const struct seccomp_program *prog, const char *what) {
+  /* The program, then a struct sock_fprog pointing at it (a reloc: the pointer is filled in when
+   * the last-steps program runs, wherever it was loaded). */
+  uint32_t insns = last_steps_data(ls, prog->bpf, prog->n_insns * sizeof(struct sock_filter));
+  struct {
+    uint16_t len;
+    uint16_t pad[3];
+    uint64_t filter;
+  } fprog = {.len = (uint16_t)prog->n_insns, .filter = insns};
+  _Static_assert(sizeof(fprog) == sizeof(struct sock_fprog) && offsetof(struct sock_fprog, filter) == 8,
+                 "struct sock_fprog layout");
+  uint32_t at = last_steps_data(ls, &fprog, sizeof(fprog));
+  last_steps_reloc(ls, at + 8);
+  unsigned long flags = prog->flags;
+  last_steps_syscall(ls, SYS_seccomp, LS_ARG_DATA(2), (uint64_t[6]){SECCOMP_SET_MODE_FILTER, flags, at},
+                     "%slinux.seccomp: load filter (flags 0x%lx)", what, flags);
 }
 
 void seccomp_program_free(struct seccomp_program *prog) {

@@ -4,11 +4,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
@@ -24,23 +23,24 @@ static bool setgroups_denied(void) {
   return n > 0 && strncmp(buf, "deny", 4) == 0;
 }
 
-int user_switch(const struct spec_user *u, struct cm_error **err) {
+int user_emit_switch(struct last_steps *ls, const struct spec_user *u, struct cm_error **err) {
   /* Without KEEPCAPS, setresuid to a non-zero uid would clear the permitted set before caps.c runs. */
-  if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
-    return cm_error_set(err, errno, "process.user: prctl(PR_SET_KEEPCAPS)");
+  last_steps_syscall(ls, SYS_prctl, 0, (uint64_t[6]){PR_SET_KEEPCAPS, 1}, "process.user: prctl(PR_SET_KEEPCAPS)");
 
+  bool denied = setgroups_denied();
   if (u->n_additional_gids > 0) {
-    if (setgroups_denied())
+    if (denied)
       return cm_error_set(err, EPERM,
                           "process.user.additionalGids: cannot set %zu supplementary groups: setgroups is denied "
                           "in this user namespace",
                           u->n_additional_gids);
-    if (setgroups(u->n_additional_gids, (const gid_t *)u->additional_gids) < 0)
-      return cm_error_set(err, errno, "process.user.additionalGids: setgroups (%zu groups)", u->n_additional_gids);
-  } else if (!setgroups_denied()) {
+    /* The raw syscall takes the kernel's 32-bit gid_t, as spec_user stores them. */
+    uint32_t off = last_steps_data(ls, u->additional_gids, u->n_additional_gids * sizeof(uint32_t));
+    last_steps_syscall(ls, SYS_setgroups, LS_ARG_DATA(1), (uint64_t[6]){u->n_additional_gids, off},
+                       "process.user.additionalGids: setgroups (%zu groups)", u->n_additional_gids);
+  } else if (!denied) {
     /* Drop the groups inherited from the runtime's caller: they are host groups, not the container's. */
-    if (setgroups(0, NULL) < 0)
-      return cm_error_set(err, errno, "process.user: clear supplementary groups");
+    last_steps_syscall(ls, SYS_setgroups, 0, (uint64_t[6]){0, 0}, "process.user: clear supplementary groups");
   }
 
   /* (uid_t)-1 would mean "unchanged": the process would keep our root (the spec layer refuses it
@@ -48,11 +48,10 @@ int user_switch(const struct spec_user *u, struct cm_error **err) {
   if (u->uid == (uint32_t)-1 || u->gid == (uint32_t)-1)
     return cm_error_set(err, EINVAL, "process.user: 4294967295 is not a valid uid or gid");
   /* gid before uid: once the uid is not 0, changing the gid needs CAP_SETGID we may have lost. */
-  if (setresgid(u->gid, u->gid, u->gid) < 0)
-    return cm_error_set(err, errno, "process.user.gid: setresgid(%u)", u->gid);
-  if (setresuid(u->uid, u->uid, u->uid) < 0)
-    return cm_error_set(err, errno, "process.user.uid: setresuid(%u)", u->uid);
-
-  umask(u->has_umask ? (mode_t)u->umask : 0022);
+  last_steps_syscall(ls, SYS_setresgid, 0, (uint64_t[6]){u->gid, u->gid, u->gid}, "process.user.gid: setresgid(%u)",
+                     u->gid);
+  last_steps_syscall(ls, SYS_setresuid, 0, (uint64_t[6]){u->uid, u->uid, u->uid}, "process.user.uid: setresuid(%u)",
+                     u->uid);
+  last_steps_syscall(ls, SYS_umask, 0, (uint64_t[6]){u->has_umask ? u->umask : 0022}, "process.user.umask");
   return 0;
 }

@@ -29,6 +29,7 @@
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
 #include "runtime/runtime.h"
+#include "runtime/seccomp_listener.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -149,41 +150,12 @@ static int record_progress(struct create_run *r, pid_t pid, struct cm_error **er
 
 static int handle_hooks(struct create_run *r, struct cm_error **err) {
   cleanup_free char *json = state_oci_json(&r->st, "creating");
-  if (hooks_run(r->spec->hooks, SPEC_HOOK_PRESTART, json, err) < 0 ||
-      hooks_run(r->spec->hooks, SPEC_HOOK_CREATE_RUNTIME, json, err) < 0)
+  /* In the bundle directory, as runc runs them. */
+  struct hook_exec how = {.cwd = r->st.bundle};
+  if (hooks_run(r->spec->hooks, SPEC_HOOK_PRESTART, json, &how, err) < 0 ||
+      hooks_run(r->spec->hooks, SPEC_HOOK_CREATE_RUNTIME, json, &how, err) < 0)
     return -1;
   return sync_send(r->sock, SYNC_HOOKS_DONE, 0, NULL, -1, err);
-}
-
-/* The OCI "container process state" goes to linux.seccomp.listenerPath with the listener fd. */
-static int send_seccomp_listener(struct create_run *r, int listener, struct cm_error **err) {
-  const struct spec_seccomp *sc = &r->spec->linux_.seccomp;
-  cleanup_free char *state = state_oci_json(&r->st, "creating");
-  yajl_gen g = yajl_gen_alloc(NULL);
-  yajl_gen_map_open(g);
-  yajl_gen_string(g, (const unsigned char *)"ociVersion", 10);
-  yajl_gen_string(g, (const unsigned char *)SPEC_OCI_VERSION, strlen(SPEC_OCI_VERSION));
-  yajl_gen_string(g, (const unsigned char *)"fds", 3);
-  yajl_gen_array_open(g);
-  yajl_gen_string(g, (const unsigned char *)"seccompFd", 9);
-  yajl_gen_array_close(g);
-  yajl_gen_string(g, (const unsigned char *)"pid", 3);
-  yajl_gen_integer(g, r->init);
-  yajl_gen_string(g, (const unsigned char *)"metadata", 8);
-  const char *md = sc->listener_metadata ? sc->listener_metadata : "";
-  yajl_gen_string(g, (const unsigned char *)md, strlen(md));
-  yajl_gen_string(g, (const unsigned char *)"state", 5);
-  /* The state document is already JSON: splice it in as a raw value. */
-  yajl_gen_number(g, state, strlen(state));
-  yajl_gen_map_close(g);
-  const unsigned char *buf;
-  size_t len;
-  yajl_gen_get_buf(g, &buf, &len);
-  cleanup_free char *json = strndup((const char *)buf, len);
-  yajl_gen_free(g);
-  if (unix_path_send_fd(sc->listener_path, listener, json, err) < 0)
-    return cm_error_prefix(err, "config.json: .linux.seccomp.listenerPath");
-  return 0;
 }
 
 /* exec applies exactly the layers init got (runtime/exec.c): never fewer, never looser. */
@@ -311,7 +283,7 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
     case SYNC_SECCOMP_NOTIFY_FD:
       if (fd < 0)
         return cm_error_set(err, EPROTO, "seccomp: no listener fd received");
-      rc = send_seccomp_listener(r, fd, err);
+      rc = seccomp_listener_send(&r->spec->linux_.seccomp, &r->st, "creating", r->init, fd, err);
       close(fd);
       if (rc < 0 || sync_send(r->sock, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, -1, err) < 0)
         return -1;

@@ -35,13 +35,10 @@ static void run_hooks_logged_from(const struct spec *s, const struct container *
   struct cm_error *err = NULL;
   if (s && s->hooks[kind].count) {
     cleanup_free char *json = state_oci_json(&o->st, status);
-    hooks_run(s->hooks, kind, json, &err);
-  }
-  if (err) {
-    /* poststart and poststop failures are warnings, by the spec. */
-    cleanup_free char *msg = cm_error_format(err);
-    cm_warn("%s", msg);
-    cm_error_free(err);
+    /* poststart and poststop failures are warnings, by the spec, and the next hooks still run.
+     * In the bundle directory, as runc runs them. */
+    struct hook_exec how = {.cwd = o->st.bundle, .keep_going = true};
+    hooks_run(s->hooks, kind, json, &how, &err);
   }
 }
 
