@@ -240,6 +240,16 @@ int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err) {
   return 0;
 }
 
+int rootfs_chroot(const char *rootfs, struct cm_error **err) {
+  if (chdir(rootfs) < 0)
+    return cm_error_set(err, errno, "chdir \"%s\"", rootfs);
+  if (chroot(".") < 0)
+    return cm_error_set(err, errno, "chroot \"%s\"", rootfs);
+  if (chdir("/") < 0)
+    return cm_error_set(err, errno, "chdir /");
+  return 0;
+}
+
 /* MS_BIND|MS_REMOUNT|MS_RDONLY keeping the flags the mount has (needed where they are locked,
  * in a user namespace); only used when mount_setattr is missing. */
 static int remount_root_readonly_legacy(struct cm_error **err) {

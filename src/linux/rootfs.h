@@ -17,6 +17,9 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **e
 /* pivot_root into `rootfs` and detach the old root; with no_pivot, MS_MOVE + chroot. Leaves the
  * cwd at the new "/". */
 int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err);
+/* Without a mount namespace (the runtime's is inherited): chroot into `rootfs`, as runc does,
+ * and mount nothing. Leaves the cwd at the new "/". */
+int rootfs_chroot(const char *rootfs, struct cm_error **err);
 /* After pivot: maskedPaths, readonlyPaths, root.readonly, final rootfsPropagation. */
 int rootfs_finalize(const struct spec *s, struct cm_error **err);
 

@@ -292,8 +292,11 @@ static void container_init(const struct init_config *c, bool oom_set) {
                           &err) < 0)
     fail(sync_fd, err);
 
-  const struct spec_namespace *mntns = &s->linux_.namespaces[SPEC_NS_MOUNT];
-  bool build_rootfs = mntns->present && mntns->path == NULL;
+  /* In a mount namespace of its own or one joined by path (we are in it by now), the rootfs is
+   * built and pivoted into, as runc does. Without one the process inherits the runtime's mount
+   * namespace (the spec), which nothing here may change: no mount, only a chroot into the rootfs
+   * (runc's behaviour; create refuses what would need mounts there). */
+  bool build_rootfs = s->linux_.namespaces[SPEC_NS_MOUNT].present;
   if (build_rootfs) {
     /* Relative bind sources resolve against the bundle. */
     if (chdir(c->bundle) < 0) {
@@ -323,11 +326,11 @@ static void container_init(const struct init_config *c, bool oom_set) {
       fail(sync_fd, err);
   }
 
-  if (build_rootfs && rootfs_pivot(c->rootfs, c->no_pivot, &err) < 0)
+  if ((build_rootfs ? rootfs_pivot(c->rootfs, c->no_pivot, &err) : rootfs_chroot(c->rootfs, &err)) < 0)
     fail(sync_fd, err);
   /* A missing cwd is created, as runc does: after pivot_root, walked inside the container's root
    * only, before root.readonly applies. */
-  if (build_rootfs) {
+  {
     cleanup_close int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     cleanup_close int cwd_fd = root_fd < 0 ? -1 : safepath_open(root_fd, p->cwd, O_PATH | O_DIRECTORY, NULL);
     if (root_fd >= 0 && cwd_fd < 0 && errno == ENOENT) {
@@ -343,7 +346,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
     fail(sync_fd, err);
   if (build_rootfs && rootfs_finalize(s, &err) < 0)
     fail(sync_fd, err);
-  if (spec_ns_is_new(s, SPEC_NS_UTS) && ns_set_uts_names(s->hostname, s->domainname, &err) < 0)
+  if (s->linux_.namespaces[SPEC_NS_UTS].present && ns_set_uts_names(s->hostname, s->domainname, &err) < 0)
     fail(sync_fd, err);
   if (spec_ns_is_new(s, SPEC_NS_NETWORK) && !c->loopback_by_runtime && net_loopback_up(&err) < 0)
     fail(sync_fd, err);

@@ -46,10 +46,27 @@ static int validate_for_create(const struct spec *s, const struct create_options
     return cm_error_set(err, 0, "--console-socket given but config.json's .process.terminal is false");
   if (s->process->terminal && !o->foreground && o->console_socket == NULL)
     return cm_error_set(err, 0, "config.json: .process.terminal is true but --console-socket was not given");
-  if (!s->linux_.namespaces[SPEC_NS_MOUNT].present)
-    return cm_error_set(err, 0, "config.json: .linux.namespaces: a mount namespace is required");
-  if ((s->hostname || s->domainname) && !spec_ns_is_new(s, SPEC_NS_UTS))
-    return cm_error_set(err, 0, "config.json: .hostname: needs a new uts namespace");
+  /* Without a mount namespace the runtime's is inherited (the spec) and init only chroots into
+   * the rootfs (runc): whatever would need a mount there would be made in the runtime's own
+   * namespace, the host's. runc refuses masked and readonly paths the same way (its wording);
+   * it would make the mounts on the host, which we never do. */
+  if (!s->linux_.namespaces[SPEC_NS_MOUNT].present) {
+    const struct spec_linux *l = &s->linux_;
+    const char *field = s->n_mounts ? ".mounts" : l->n_devices ? ".linux.devices" : s->root_readonly ? ".root.readonly" : NULL;
+    if (l->masked_paths.count || l->readonly_paths.count)
+      return cm_error_set(err, 0,
+                          "config.json: .linux.maskedPaths/.linux.readonlyPaths: unable to restrict sys entries "
+                          "without a private mount namespace (add {\"type\": \"mount\"} to .linux.namespaces)");
+    if (field)
+      return cm_error_set(err, 0,
+                          "config.json: %s: needs a mount namespace in .linux.namespaces (without one it would "
+                          "change the runtime's, the host's, mounts)",
+                          field);
+  }
+  /* A uts namespace joined by path counts: the names are set there (runc). */
+  if ((s->hostname || s->domainname) && !s->linux_.namespaces[SPEC_NS_UTS].present)
+    return cm_error_set(err, 0, "config.json: .%s: needs a uts namespace in .linux.namespaces",
+                        s->hostname ? "hostname" : "domainname");
   if (spec_ns_is_new(s, SPEC_NS_USER) && (s->linux_.n_uid_mappings == 0 || s->linux_.n_gid_mappings == 0))
     return cm_error_set(err, 0, "config.json: .linux.uidMappings: a new user namespace needs uid and gid mappings");
   if (!s->linux_.namespaces[SPEC_NS_USER].present && (s->linux_.n_uid_mappings || s->linux_.n_gid_mappings))
