@@ -174,6 +174,38 @@ mounts_of() {
   [ ! -e /cmtest-evil ]
 }
 
+# runc 1.1.5 on this bundle: the node is made where the config says (the spec puts no limit on
+# linux.devices[].path). Issue 14: refused ("not under /dev").
+@test "linux.devices may put a node anywhere in the container" {
+  set_cfg '.linux.devices = [{path: "/cmtest-devs/null2", type: "c", major: 1, minor: 3, fileMode: 438}]'
+  set_args stat -c "%F %t:%T %a" /cmtest-devs/null2
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$stdout" = "character special file 1:3 666" ]
+}
+
+# runc 1.1.5 on this bundle (user namespace, /dev/full listed as Docker lists it): /dev/full is the
+# host's node, bound once. Issue 14: "remove /dev/full: Device or resource busy".
+@test "a linux.devices entry repeating a default device works in a user namespace" {
+  bundle_add_namespace "$BUNDLE" user
+  set_cfg '.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+           | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+           | .linux.devices = [{path: "/dev/full", type: "c", major: 1, minor: 7, fileMode: 438, uid: 0, gid: 0}]'
+  chown -R 100000:100000 "$BUNDLE/rootfs"
+  local d=$BUNDLE
+  while [ "$d" != / ]; do
+    chmod o+x "$d"
+    d=$(dirname "$d")
+  done
+  set_args stat -c "%F %t:%T" /dev/full /dev/null
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "character special file 1:7" ]
+  [ "${lines[1]}" = "character special file 1:3" ]
+}
+
 @test "rootfsPropagation private: container mounts do not reach the host" {
   set_cfg '.linux.rootfsPropagation = "private" | .root.readonly = false'
   mkdir -p "$BUNDLE/rootfs/mnt/x"
