@@ -412,7 +412,7 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
 }
 
 static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd,
-                     const struct mount_source_rules *rules, struct cm_error **err) {
+                     const struct mount_source_rules *rules, int opened_src, struct cm_error **err) {
   bool is_bind = rootfs_mount_is_bind(m);
   if (m->idmap)
     return cm_error_set(err, EOPNOTSUPP, "idmapped mounts are not supported");
@@ -431,7 +431,7 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
       return cm_error_set(err, EINVAL, "bind mount without a source");
     /* A host path (relative ones are relative to the bundle, our cwd): the host admin's
      * choice, so symlinks in it are followed on the host. */
-    src_fd = open(m->source, O_PATH | O_CLOEXEC);
+    src_fd = opened_src >= 0 ? fcntl(opened_src, F_DUPFD_CLOEXEC, 3) : open(m->source, O_PATH | O_CLOEXEC);
     if (src_fd < 0)
       return cm_error_set(err, errno, "open source");
     struct stat st;
@@ -493,14 +493,14 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   return 0;
 }
 
-int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules, const int *bind_fds,
                  struct cm_error **err) {
   int rc = 0;
   for (size_t i = 0; i < s->n_mounts && rc == 0; i++) {
     const struct spec_mount *m = &s->mounts[i];
     cm_debug("mount %s on %s (type %s)", m->source ? m->source : "-", m->destination,
              m->type ? m->type : "bind");
-    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, err) < 0)
+    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, bind_fds ? bind_fds[i] : -1, err) < 0)
       rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type %s)",
                            m->source ? m->source : (m->type ? m->type : ""),
                            m->destination ? m->destination : "", i, m->type ? m->type : "bind");

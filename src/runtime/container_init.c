@@ -104,6 +104,30 @@ void container_stage1(const struct init_config *c) {
     cm_error_set(&err, errno, "unshare namespaces (flags 0x%x)", flags);
     fail(c->sync_fd, err);
   }
+  /* The namespace's root may not reach every bind source: the runtime opens them for us, in our
+   * new mount namespace, with its own credentials (rootfs.h). Init inherits the fds. */
+  struct init_config with_fds = *c;
+  if (userns->present && s->linux_.namespaces[SPEC_NS_MOUNT].present && rootfs_has_bind_mounts(s)) {
+    with_fds.bind_fds = malloc(s->n_mounts * sizeof(int));
+    if (with_fds.bind_fds == NULL)
+      abort();
+    for (size_t i = 0; i < s->n_mounts; i++)
+      with_fds.bind_fds[i] = -1;
+    sync_send(c->sync_fd, SYNC_MOUNT_SOURCES, 0, NULL, -1, NULL);
+    for (;;) {
+      struct sync_msg m;
+      int fd = -1;
+      if (sync_recv(c->sync_fd, &m, &fd, &err) != 0)
+        _exit(1);
+      if (m.type == SYNC_MOUNT_SOURCES)
+        break;
+      if (m.type != SYNC_MOUNT_SOURCE || m.value < 0 || (size_t)m.value >= s->n_mounts)
+        _exit(1);
+      with_fds.bind_fds[m.value] = fd;
+    }
+  }
+  c = &with_fds;
+
   /* Offsets must be written before any process lives in the new time namespace. */
   if (spec_ns_is_new(s, SPEC_NS_TIME) && ns_write_time_offsets(&s->linux_, &err) < 0)
     fail(c->sync_fd, err);
@@ -309,8 +333,9 @@ static void container_init(const struct init_config *c, bool oom_set) {
         cm_error_set(&err, errno, "chdir to bundle %s", c->bundle);
       fail(sync_fd, err);
     }
-    if (rootfs_prepare(s, c->rootfs, &err) < 0)
+    if (rootfs_prepare(s, c->rootfs, c->bind_fds, &err) < 0)
       fail(sync_fd, err);
+    rootfs_close_bind_sources(c->bind_fds, s->n_mounts);
   }
 
   if (s->hooks[SPEC_HOOK_PRESTART].count || s->hooks[SPEC_HOOK_CREATE_RUNTIME].count) {

@@ -44,6 +44,8 @@ struct init_config {
    * The same list is what the container may connect to (Landlock, issue 18). n = 0: none. */
   const uint16_t *egress_tcp_ports;
   size_t n_egress_tcp_ports;
+  /* Bind sources opened by stage1 before the user namespace (rootfs_open_bind_sources); NULL. */
+  int *bind_fds;
 };
 
 /* Shared with exec (runtime/exec_process.c), both run inside the container's root:

@@ -23,6 +23,7 @@
 #include "linux/security_attrs.h"
 #include "linux/clone_child.h"
 #include "linux/net.h"
+#include "linux/rootfs.h"
 #include "linux/selfclone.h"
 #include "linux/sysctl.h"
 #include "runtime/container_init.h"
@@ -279,6 +280,24 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
           sync_send(r->sock, SYNC_USERNS_MAPPED, 0, NULL, -1, err) < 0)
         return -1;
       break;
+    case SYNC_MOUNT_SOURCES: {
+      /* stage1's user namespace may not reach them: opened with our credentials in its new
+       * mount namespace (linux/rootfs.h). */
+      cleanup_free int *fds = calloc(r->spec->n_mounts ? r->spec->n_mounts : 1, sizeof(int));
+      if (fds == NULL)
+        abort();
+      rc = rootfs_open_bind_sources_in(r->stage1, r->spec, r->st.bundle, fds, err);
+      for (size_t i = 0; i < r->spec->n_mounts; i++) {
+        if (fds[i] < 0)
+          continue;
+        if (rc == 0 && sync_send(r->sock, SYNC_MOUNT_SOURCE, (int64_t)i, NULL, fds[i], err) < 0)
+          rc = -1;
+        close(fds[i]);
+      }
+      if (rc < 0 || sync_send(r->sock, SYNC_MOUNT_SOURCES, 0, NULL, -1, err) < 0)
+        return -1;
+      break;
+    }
     case SYNC_INIT_PID:
       r->init = (pid_t)m.value;
       waitpid(r->stage1, NULL, 0);
