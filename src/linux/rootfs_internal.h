@@ -48,6 +48,10 @@ int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_ru
 /* A "cgroup"/"cgroup2" entry: see mount_cgroup.c. */
 int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd, struct cm_error **err);
 
+/* tmpfs_copyup.c: the new tmpfs mnt_fd (detached) over old_dir_fd, the directory the rootfs had
+ * at dest, takes its mode and, with copy_up (the "tmpcopyup" option), its content. */
+int tmpfs_take_over_dir(int old_dir_fd, int mnt_fd, bool copy_up, const char *dest, struct cm_error **err);
+
 /* /dev: default devices, linux.devices, symlinks, ptmx, console placeholder. */
 int devices_setup(const struct spec *s, int root_fd, struct cm_error **err);
 

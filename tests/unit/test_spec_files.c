@@ -118,9 +118,9 @@ static void test_features(void **state) {
   const char *opts_path[] = {"mountOptions", NULL};
   yajl_val opts = yajl_tree_get(tree, opts_path, yajl_t_array);
   assert_non_null(opts);
-  /* "rro" is applied (mount_setattr AT_RECURSIVE); "tmpcopyup" is dropped, so not promised. */
+  /* "rro" is applied (mount_setattr AT_RECURSIVE), "tmpcopyup" too (linux/tmpfs_copyup.c). */
   assert_true(json_array_has(opts, "rro"));
-  assert_false(json_array_has(opts, "tmpcopyup"));
+  assert_true(json_array_has(opts, "tmpcopyup"));
   assert_true(json_array_has(opts, "rbind"));
   assert_true(json_array_has(opts, "nosymfollow"));
   const char *ns_path[] = {"linux", "namespaces", NULL};
