@@ -6,7 +6,10 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,7 +26,34 @@ static bool setgroups_denied(void) {
   return n > 0 && strncmp(buf, "deny", 4) == 0;
 }
 
+/* runc gives the process user its stdio (fixStdioPermissions), so that a non-root program can
+ * reopen /dev/stdout or use its terminal: the console pty, and the anonymous pipes and sockets
+ * a shim passes. Only those: runc would also chown a host file or a named fifo passed as stdio,
+ * and the host is never touched. The uid only, as runc; a failure is no error (runc skips
+ * EINVAL, EPERM, EROFS). */
+static void emit_stdio_chown(struct last_steps *ls, const struct spec_user *u) {
+  struct stat null_st;
+  bool have_null = stat("/dev/null", &null_st) == 0;
+  for (int fd = 0; fd <= 2; fd++) {
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_uid == u->uid || (have_null && S_ISCHR(st.st_mode) && st.st_rdev == null_st.st_rdev))
+      continue;
+    struct statfs sfs;
+    if (fstatfs(fd, &sfs) < 0)
+      continue;
+    bool pty = S_ISCHR(st.st_mode) && sfs.f_type == DEVPTS_SUPER_MAGIC;
+    bool pipe = S_ISFIFO(st.st_mode) && sfs.f_type == PIPEFS_MAGIC;
+    bool sock = S_ISSOCK(st.st_mode) && sfs.f_type == SOCKFS_MAGIC;
+    if (!pty && !pipe && !sock)
+      continue;
+    last_steps_syscall(ls, SYS_fchown, 0, (uint64_t[6]){(uint64_t)fd, u->uid, (uint64_t)(uint32_t)-1},
+                       "process.user: chown stdio fd %d", fd)
+        ->flags |= LS_IGNORE_FAILURE;
+  }
+}
+
 int user_emit_switch(struct last_steps *ls, const struct spec_user *u, struct cm_error **err) {
+  emit_stdio_chown(ls, u);
   /* Without KEEPCAPS, setresuid to a non-zero uid would clear the permitted set before caps.c runs. */
   last_steps_syscall(ls, SYS_prctl, 0, (uint64_t[6]){PR_SET_KEEPCAPS, 1}, "process.user: prctl(PR_SET_KEEPCAPS)");
 
