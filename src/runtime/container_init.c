@@ -274,6 +274,21 @@ char **process_env_with_home(const struct spec_process *p) {
   return env;
 }
 
+/* LISTEN_FDS and LISTEN_PID for the process (sd_listen_fds checks the pid: ours, which execve
+ * keeps; 1 in a new pid namespace, as runc always says). Added after the config's own. */
+static char **env_with_socket_activation(char **env, int n_fds) {
+  size_t n = 0;
+  while (env[n])
+    n++;
+  char **out = calloc(n + 3, sizeof(char *));
+  if (out == NULL)
+    abort();
+  memcpy(out, env, n * sizeof(char *));
+  if (asprintf(&out[n], "LISTEN_FDS=%d", n_fds) < 0 || asprintf(&out[n + 1], "LISTEN_PID=%d", (int)getpid()) < 0)
+    abort();
+  return out;
+}
+
 static void reset_signals(void) {
   sigset_t none;
   sigemptyset(&none);
@@ -405,6 +420,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
   if (exe == NULL)
     fail(sync_fd, err);
   char **envp = process_env_with_home(p);
+  if (c->listen_fds)
+    envp = env_with_socket_activation(envp, c->listen_fds);
 
   /* Landlock's rulesets, made while every mount is final and we are still root, before READY so
    * a rule create cannot honour fails create; enforced with the filters (the last steps). */

@@ -29,6 +29,7 @@
 #include "runtime/container_init.h"
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
+#include "runtime/notify_socket.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp_listener.h"
 #include "runtime/state.h"
@@ -383,6 +384,17 @@ static void teardown(struct create_run *r) {
   }
 }
 
+/* systemd socket activation (sd_listen_fds(3)): LISTEN_FDS fds from 3 on, meant for us when
+ * LISTEN_PID is our pid. As runc and crun, they go to the container's process, before the
+ * --preserve-fds ones, and it gets LISTEN_FDS and LISTEN_PID of its own (container_init.c). */
+static int socket_activation_fds(void) {
+  const char *fds = getenv("LISTEN_FDS"), *pid = getenv("LISTEN_PID");
+  if (fds == NULL || pid == NULL || strtol(pid, NULL, 10) != (long)getpid())
+    return 0;
+  long n = strtol(fds, NULL, 10);
+  return n > 0 && n < 4096 ? (int)n : 0;
+}
+
 int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
                    struct created_container *out, struct cm_error **err) {
   if (container_id_validate(opts->id, err) < 0)
@@ -475,6 +487,12 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         egress_prepare_container(ms, r.dirfd, dir, r.st.rootfs, r.broker.ca_pem, err) < 0)
       goto fail;
   }
+  if (getenv("NOTIFY_SOCKET")) {
+    struct spec *ms = loaded ? loaded : opts->spec;
+    cleanup_free char *dir = state_dir_path(ctx->root, opts->id);
+    if (notify_socket_prepare(ms, r.dirfd, dir, err) < 0)
+      goto fail;
+  }
 
   /* `run` starts at once over the sync socket: no fifo (one file fewer to create on /run). */
   if (!opts->start_at_once) {
@@ -494,7 +512,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     cm_error_set(err, errno, "create sync channel");
     goto fail;
   }
-  int min_fd = 3 + opts->preserve_fds;
+  int listen_fds = socket_activation_fds();
+  int preserve_fds = listen_fds + opts->preserve_fds;
+  int min_fd = 3 + preserve_fds;
   r.sock = fd_move_above(pair[0], min_fd, err);
   child_sock = fd_move_above(pair[1], min_fd, err);
   if (r.fifo_fd >= 0)
@@ -559,7 +579,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .sync_fd = child_sock,
         .cgroup_done = r.cgroup_done,
         .fifo_fd = r.fifo_fd,
-        .preserve_fds = opts->preserve_fds,
+        .preserve_fds = preserve_fds,
+        .listen_fds = listen_fds,
         .no_pivot = opts->no_pivot,
         .no_new_keyring = opts->no_new_keyring,
         .exec_direct = exec_direct,

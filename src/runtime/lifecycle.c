@@ -18,6 +18,7 @@
 #include "runtime/container.h"
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
+#include "runtime/notify_socket.h"
 #include "runtime/runtime.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
@@ -60,7 +61,8 @@ int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_e
   if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
     return -1;
   int rc = -1;
-  int fd = -1;
+  int fd = -1, notify_sock = -1;
+  const char *notify_host = NULL;
   struct spec *s = NULL;
   switch (o.status) {
   case STATUS_CREATED: break;
@@ -69,6 +71,10 @@ int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_e
   case STATUS_CREATING: cm_error_set(err, 0, "cannot start a container that is still being created"); goto out;
   default: cm_error_set(err, 0, "cannot start an already running container"); goto out;
   }
+  /* NOTIFY_SOCKET: listen before the process can speak (notify_socket.h). */
+  notify_host = getenv("NOTIFY_SOCKET");
+  if (notify_host && (notify_sock = notify_socket_listen(o.dirfd, err)) < 0)
+    goto out;
   /* Non-blocking: if init died, there is no reader and open fails with ENXIO. */
   fd = openat(o.dirfd, "exec.fifo", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -96,7 +102,14 @@ out:
   if (fd >= 0)
     close(fd);
   spec_free(s);
+  pid_t init = o.st.pid;
   container_close(&o);
+  /* As runc, `start` returns once the container said READY (or died); unlocked meanwhile, so
+   * state, kill and the rest never wait for it. */
+  if (rc == 0 && notify_sock >= 0)
+    notify_socket_relay(notify_sock, notify_host, init, init);
+  if (notify_sock >= 0)
+    close(notify_sock);
   return rc;
 }
 
