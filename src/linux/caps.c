@@ -74,6 +74,36 @@ int caps_plan(const struct spec_capabilities *c, struct caps_plan *out, struct c
     out->inheritable &= known;
     out->ambient &= known;
   }
+  /* What the kernel's capset will refuse, refused now, while create can still say so (runc
+   * applies the capabilities before the exec fifo: a refused set fails create, not the
+   * process). The sets it compares with are ours: the trampoline starts as the container's root
+   * with our bounding set (linux/last_steps.h). */
+  struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct now[2];
+  if (capget(&hdr, now) < 0)
+    return cm_error_set(err, errno, "capabilities: capget");
+  uint64_t have_perm = now[0].permitted | ((uint64_t)now[1].permitted << 32);
+  uint64_t have_inh = now[0].inheritable | ((uint64_t)now[1].inheritable << 32);
+  char name[64];
+  uint64_t bad;
+  if ((bad = out->effective & ~out->permitted) != 0)
+    return cm_error_set(err, EPERM,
+                        "capabilities: set permitted/effective/inheritable (effective lists capabilities that are "
+                        "not in permitted: %s)",
+                        cap_display_name(__builtin_ctzll(bad), name, sizeof(name)));
+  if ((bad = out->permitted & ~have_perm) != 0)
+    return cm_error_set(err, EPERM, "capabilities: permitted lists %s, which the runtime itself does not hold",
+                        cap_display_name(__builtin_ctzll(bad), name, sizeof(name)));
+  /* A new inheritable capability must stay in the bounding set (after its drops). */
+  for (uint64_t inh = out->inheritable & ~have_inh; inh; inh &= inh - 1) {
+    int c = __builtin_ctzll(inh);
+    if (!(out->bounding & (1ULL << c)) || prctl(PR_CAPBSET_READ, c, 0, 0, 0) != 1)
+      return cm_error_set(err, EPERM,
+                          "capabilities: set permitted/effective/inheritable (inheritable lists %s, which is not in "
+                          "the bounding set)",
+                          cap_display_name(c, name, sizeof(name)));
+  }
+
   /* With CAP_SETPCAP in our bounding set the container's root holds it, and dropping a
    * capability already gone succeeds: drop every unlisted one without asking. Without it every
    * drop would fail: ask which are there, and only those are an error. */
@@ -83,7 +113,6 @@ int caps_plan(const struct spec_capabilities *c, struct caps_plan *out, struct c
       if ((out->drop & (1ULL << cap)) && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 1)
         out->drop &= ~(1ULL << cap);
   }
-  (void)err;
   return 0;
 }
 
