@@ -56,7 +56,8 @@ uint32_t last_steps_data(struct last_steps *ls, const void *p, size_t n) {
   size_t off = (ls->data_len + 7) & ~(size_t)7; /* 8-aligned: fprogs, capset data */
   ls->data = grow(ls->data, &ls->data_cap, off + n + 1, 1);
   memset(ls->data + ls->data_len, 0, off - ls->data_len);
-  memcpy(ls->data + off, p, n);
+  if (n)
+    memcpy(ls->data + off, p, n);
   ls->data_len = off + n;
   return (uint32_t)off;
 }
@@ -110,9 +111,12 @@ void *last_steps_serialize(const struct last_steps *ls, size_t *len) {
                         .report_fd = ls->report_fd,
                         .report_type = SYNC_ERROR};
   memcpy(p, &h, sizeof(h));
-  memcpy(p + sizeof(h), ls->steps, ls->n_steps * sizeof(struct ls_step));
-  memcpy(p + sizeof(h) + ls->n_steps * sizeof(struct ls_step), ls->relocs, ls->n_relocs * sizeof(uint32_t));
-  memcpy(p + data_off, ls->data, ls->data_len);
+  if (ls->n_steps)
+    memcpy(p + sizeof(h), ls->steps, ls->n_steps * sizeof(struct ls_step));
+  if (ls->n_relocs)
+    memcpy(p + sizeof(h) + ls->n_steps * sizeof(struct ls_step), ls->relocs, ls->n_relocs * sizeof(uint32_t));
+  if (ls->data_len)
+    memcpy(p + data_off, ls->data, ls->data_len);
   return p;
 }
 
