@@ -215,8 +215,8 @@ userns_bundle() {
 # The runtime-spec: a namespace type not in linux.namespaces is inherited from the runtime. As
 # runc 1.1.5 does, the process is in the runtime's mount namespace, chrooted into the rootfs (it
 # sees the rootfs's files, not the host's). Issue 14: refused ("a mount namespace is required").
-# codemode-only: runc 1.1.5 needs a /proc mount there, which it makes in the runtime's (the host's) mount namespace and leaves behind
 @test "without a mount namespace the container inherits the runtime's, chrooted into the rootfs" {
+  codemode_only starts-without-proc
   echo host-side >"$TEST_DIR/host-file"
   echo rootfs-side >"$BUNDLE/rootfs/cm-rootfs-marker"
   bundle_remove_namespace "$BUNDLE" mount
@@ -246,8 +246,8 @@ userns_bundle() {
 }
 
 # Mounts there would be made in the runtime's own mount namespace, the host's.
-# codemode-only: runc 1.1.5 makes the config's mounts in the runtime's (the host's) mount namespace when the config has none
 @test "without a mount namespace, mounts are refused and nothing is mounted" {
+  codemode_only no-mntns-mounts
   bundle_remove_namespace "$BUNDLE" mount
   set_cfg '.linux.maskedPaths = [] | .linux.readonlyPaths = []'
   local before

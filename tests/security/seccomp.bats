@@ -137,8 +137,8 @@ allowlist_profile() {
 
 # Without no_new_privileges too. runc 1.1.5 loads the filter before its user switch there and
 # fails: "failed to verify if current working directory is safe: no such device or address".
-# codemode-only: runc 1.1.5 calls getcwd under the filter without no_new_privileges and fails
 @test "seccomp: defaultErrnoRet ENXIO without no_new_privileges: the program runs" {
+  codemode_only seccomp-last-syscall
   ALLOWLIST_KEEP_NEWER=1 allowlist_profile 6 close_range openat2 getcwd
   set_cfg '.process.noNewPrivileges = false'
   set_args sh -c 'echo started; grep -E "^(NoNewPrivs|Seccomp|CapEff):" /proc/self/status'
@@ -157,8 +157,8 @@ allowlist_profile() {
 DENY_MOST='["execve", "arch_prctl", "brk", "exit_group", "getrandom", "mprotect", "newfstatat",
   "prlimit64", "readlink", "rseq", "set_robust_list", "set_tid_address", "write"]'
 
-# codemode-only: runc 1.1.5 makes syscalls of its own after loading the filter
 @test "seccomp: a deny-most profile (kill, allowing only the program's own syscalls and execve) runs the program" {
+  codemode_only seccomp-last-syscall
   set_cfg '.linux.seccomp = {"defaultAction": "SCMP_ACT_KILL_PROCESS",
       "architectures": ["SCMP_ARCH_X86_64"], "syscalls": [{"names": $n, "action": "SCMP_ACT_ALLOW"}]}' \
     --argjson n "$DENY_MOST"
@@ -171,8 +171,8 @@ DENY_MOST='["execve", "arch_prctl", "brk", "exit_group", "getrandom", "mprotect"
 
 # Without no_new_privileges, seccomp(2) needs CAP_SYS_ADMIN: kept until the filter is loaded, then
 # dropped by one capset, the only syscall between the filter and execve.
-# codemode-only: runc 1.1.5 makes syscalls of its own after loading the filter
 @test "seccomp: a deny-most profile without no_new_privileges needs only capset besides the program's" {
+  codemode_only seccomp-last-syscall
   set_cfg '.process.noNewPrivileges = false | .linux.seccomp = {"defaultAction": "SCMP_ACT_KILL_PROCESS",
       "architectures": ["SCMP_ARCH_X86_64"], "syscalls": [{"names": ($n + ["capset"]), "action": "SCMP_ACT_ALLOW"}]}' \
     --argjson n "$DENY_MOST"
