@@ -43,14 +43,20 @@ static uint64_t valid_mask(int last_cap) {
   return last_cap >= 63 ? ~0ULL : ((1ULL << (last_cap + 1)) - 1);
 }
 
+/* For error messages; built per container start, so no libcap allocation per capability. */
 static const char *cap_display_name(int cap, char *buf, size_t len) {
-  char *name = cap_to_name((cap_value_t)cap);
-  if (name) {
-    snprintf(buf, len, "%s", name);
-    cap_free(name);
-  } else {
-    snprintf(buf, len, "capability %d", cap);
-  }
+  static const char *const names[] = {
+      "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+      "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE",
+      "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE",
+      "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT",
+      "CAP_SYS_NICE", "CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE",
+      "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN",
+      "CAP_SYSLOG", "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
+      "CAP_CHECKPOINT_RESTORE"};
+  if (cap >= 0 && (size_t)cap < sizeof(names) / sizeof(names[0]))
+    return names[cap];
+  snprintf(buf, len, "capability %d", cap);
   return buf;
 }
 
