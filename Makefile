@@ -134,7 +134,7 @@ $(B)/codemode-dynamic: $(CLI_OBJS) $(B)/libcodemode.a
 TRAMPOLINE_CFLAGS := -Os -std=gnu11 -Wall -Wextra -Werror -ffreestanding -fno-builtin -fno-stack-protector \
                      -fno-asynchronous-unwind-tables -fno-unwind-tables -fno-pie
 TRAMPOLINE_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-z,noexecstack -Wl,-z,norelro -Wl,-z,noseparate-code -s
-build/codemode-exec-trampoline: src/trampoline/exec_trampoline.c
+build/codemode-exec-trampoline: src/trampoline/exec_trampoline.c src/trampoline/last_steps.h src/trampoline/last_steps_run.h
 	@mkdir -p build
 	@echo "  CC      $@"
 	@$(CC) $(TRAMPOLINE_CFLAGS) $(TRAMPOLINE_LDFLAGS) -o $@ $<

@@ -4,6 +4,7 @@
  * (CVE-2025-31133 / CVE-2025-52565 classes). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,14 @@ static int soft_failure(int rc, bool strict, struct cm_error **local, struct cm_
   return 0;
 }
 
+/* Does linux.devices list `path` after entry `after` (SIZE_MAX: at all)? */
+static bool listed_in_config(const struct spec *s, const char *path, size_t after) {
+  for (size_t i = after == SIZE_MAX ? 0 : after + 1; s->has_linux && i < s->linux_.n_devices; i++)
+    if (s->linux_.devices[i].path && strcmp(s->linux_.devices[i].path, path) == 0)
+      return true;
+  return false;
+}
+
 int devices_setup(const struct spec *s, int root_fd, struct cm_error **err) {
   const struct spec_mount *dev_mount = rootfs_dev_mount(s);
   bool dev_is_bind = dev_mount && rootfs_mount_is_bind(dev_mount);
@@ -206,6 +215,11 @@ int devices_setup(const struct spec *s, int root_fd, struct cm_error **err) {
     return cm_error_prefix(err, "/dev");
 
   for (size_t i = 0; i < sizeof(default_devices) / sizeof(default_devices[0]); i++) {
+    /* linux.devices may list a default device itself (Docker does, for /dev/null and others):
+     * that entry is the one made, as runc merges them. Made twice, a node bound from the host
+     * in a user namespace could not be replaced (EBUSY). */
+    if (listed_in_config(s, default_devices[i].path, SIZE_MAX))
+      continue;
     struct cm_error *dev_err = NULL;
     int rc = create_device(root_fd, dev_fd, &default_devices[i], fresh_dev, &dev_err);
     if (soft_failure(rc, strict, &dev_err, err) < 0)
@@ -223,9 +237,11 @@ int devices_setup(const struct spec *s, int root_fd, struct cm_error **err) {
         .uid = sd->has_uid ? sd->uid : 0,
         .gid = sd->has_gid ? sd->gid : 0,
     };
-    if (!sd->path || strncmp(sd->path, "/dev/", 5) != 0)
-      return cm_error_set(err, EINVAL, "linux.devices[%zu]: path \"%s\" is not under /dev", i,
-                          sd->path ? sd->path : "");
+    /* Anywhere in the container (the spec), resolved inside the root like every path here. */
+    if (!sd->path || sd->path[0] != '/')
+      return cm_error_set(err, EINVAL, "linux.devices[%zu]: path \"%s\" is not absolute", i, sd->path ? sd->path : "");
+    if (listed_in_config(s, sd->path, i))
+      continue; /* a later entry for the same path wins */
     if (create_device(root_fd, dev_fd, &d, fresh_dev, err) < 0)
       return cm_error_prefix(err, "linux.devices[%zu] \"%s\"", i, sd->path);
   }

@@ -12,6 +12,11 @@
  *    the container, dumpable, for the container to grab. The trampoline closes this one: the
  *    container process execs a tiny freestanding program (src/trampoline/) from a sealed memfd,
  *    and that program execs the user's; /proc/self/exe at that point is the sealed copy.
+ * The trampoline must be invisible: the user's execve checked and ending exactly as one execve
+ * from init would. So init execs it as the container's root, and it runs the last steps
+ * (linux/last_steps.h: credentials, no_new_privs, seccomp filters) before that one execve; its
+ * own execve is made non-dumpable (an exec-only copy, read by no capability we hold), so
+ * nothing in the container attaches to it while it still holds root's capabilities.
  * What is left for (1) — a process seeing ours that holds CAP_SYS_PTRACE over it: another
  * container sharing the pid namespace, or the container's own processes when it keeps
  * CAP_SYS_PTRACE without a user namespace — and LSM exec labels (the label's transition must
@@ -28,16 +33,17 @@
 void exec_guard_make_nondumpable(void);
 
 struct exec_trampoline {
-  int fd;       /* sealed memfd of the trampoline, close-on-exec */
-  char **argv;  /* { path, the program's argv..., NULL } */
-  char path[32]; /* /proc/self/fd/N of fd */
+  int fd;        /* sealed memfd: the trampoline, then its last-steps program; close-on-exec */
+  size_t offset; /* of the program in fd */
 };
 
-/* Make the sealed copy and the argv, before seccomp filters are loaded (they may deny
- * memfd_create, fcntl or mmap). -1 with err set on failure. */
-int exec_trampoline_prepare(struct exec_trampoline *t, const char *exe, char *const *argv,
-                            struct cm_error **err);
-/* execve(exe, argv, envp) through the trampoline. Returns only on failure, with errno set. */
-void exec_trampoline_exec(const struct exec_trampoline *t, char *const *envp);
+/* Make the sealed copy of the trampoline with `prog` (a serialized linux/last_steps.h program),
+ * before anything denies memfd_create. -1 with err set on failure. */
+int exec_trampoline_prepare(struct exec_trampoline *t, const void *prog, size_t prog_len, struct cm_error **err);
+/* execve(path, argv, envp) through the trampoline, which runs the program first. Call it as the
+ * container's root, after every other fd was made close-on-exec: t->fd and keep_fds stay open
+ * across the trampoline's execve. Returns only on failure (-1, errno set). */
+int exec_trampoline_exec(const struct exec_trampoline *t, const char *path, char *const argv[], const int *keep_fds,
+                         size_t n_keep, char *const envp[]);
 
 #endif

@@ -64,11 +64,13 @@ int fds_close_on_exec_from(int first_fd, struct cm_error **err) {
    * container for its process (CVE-2024-21626 class). */
   if (syscall(SYS_close_range, (unsigned)first_fd, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
     return 0;
-  /* ENOSYS/EINVAL: kernel < 5.11; EPERM/EACCES: a seccomp profile (loaded earlier, without
-   * no_new_privs) that predates close_range. */
-  if (errno != ENOSYS && errno != EINVAL && errno != EPERM && errno != EACCES)
-    return cm_error_set(err, errno, "close_range(%d, ~0, CLOSE_RANGE_CLOEXEC)", first_fd);
-  return cloexec_by_listing(first_fd, err);
+  /* ENOSYS/EINVAL: kernel < 5.11; anything else: a NOTIFY seccomp profile, loaded before us so
+   * its listener could reach the runtime, that denies close_range with its own errno (ENXIO,
+   * EPERM…). Either way the listing does the same job. */
+  int e = errno;
+  if (cloexec_by_listing(first_fd, err) < 0)
+    return cm_error_prefix(err, "close_range(%d, ~0, CLOSE_RANGE_CLOEXEC) failed (%s), then", first_fd, strerror(e));
+  return 0;
 }
 
 int fds_verify_cwd_inside_root(struct cm_error **err) {

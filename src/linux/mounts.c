@@ -238,9 +238,10 @@ static int openat2_retry(int dir_fd, const char *path, const struct open_how *ho
  * magic links refused — CVE-2021-30465 class); a missing last component is created in its
  * parent, resolved the same way. Anything else (a missing parent, a symlink planted where we
  * created, no openat2) takes the component-by-component walk, which handles every case. */
-static int open_mount_target(int root_fd, const char *dest, bool is_dir, struct cm_error **err) {
+static int open_mount_target(int root_fd, const char *dest, bool is_dir, bool *existed, struct cm_error **err) {
   struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
   int fd = openat2_retry(root_fd, dest, &how);
+  *existed = fd >= 0;
   if (fd >= 0)
     return fd;
   if (errno != ENOENT)
@@ -412,7 +413,7 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
 }
 
 static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd,
-                     const struct mount_source_rules *rules, struct cm_error **err) {
+                     const struct mount_source_rules *rules, int opened_src, struct cm_error **err) {
   bool is_bind = rootfs_mount_is_bind(m);
   if (m->idmap)
     return cm_error_set(err, EOPNOTSUPP, "idmapped mounts are not supported");
@@ -431,7 +432,7 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
       return cm_error_set(err, EINVAL, "bind mount without a source");
     /* A host path (relative ones are relative to the bundle, our cwd): the host admin's
      * choice, so symlinks in it are followed on the host. */
-    src_fd = open(m->source, O_PATH | O_CLOEXEC);
+    src_fd = opened_src >= 0 ? fcntl(opened_src, F_DUPFD_CLOEXEC, 3) : open(m->source, O_PATH | O_CLOEXEC);
     if (src_fd < 0)
       return cm_error_set(err, errno, "open source");
     struct stat st;
@@ -454,10 +455,14 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     if (target_fd < 0 && errno == ELOOP)
       return cm_error_set(err, 0, "%s is a symlink in the rootfs: refused", m->destination);
   }
+  bool existed = false;
   if (target_fd < 0)
-    target_fd = open_mount_target(root_fd, m->destination, target_is_dir, err);
+    target_fd = open_mount_target(root_fd, m->destination, target_is_dir, &existed, err);
   if (target_fd < 0)
     return -1;
+  /* Over a directory the image has, a tmpfs takes its mode (and content, with tmpcopyup):
+   * done while it is still detached and writable. */
+  bool take_over = !is_bind && strcmp(m->type, "tmpfs") == 0 && existed;
 
   if (!is_bind && (strcmp(m->type, "cgroup") == 0 || strcmp(m->type, "cgroup2") == 0))
     return mount_cgroup(s, m, target_fd, err);
@@ -478,9 +483,13 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   } else if (rules && strcmp(m->type, "overlay") == 0) {
     mnt_fd = mount_overlay_checked(rules, m, flags, err);
   } else {
-    mnt_fd = mount_new_fs_labeled(m->type, m->source, flags, m->data, label_for(s, m->type), err);
+    mnt_fd = mount_new_fs_labeled(m->type, m->source, take_over ? flags & ~MS_RDONLY : flags, m->data,
+                                  label_for(s, m->type), err);
   }
   if (mnt_fd < 0)
+    return -1;
+  if (take_over && (tmpfs_take_over_dir(target_fd, mnt_fd, m->tmpcopyup, m->destination, err) < 0 ||
+                    ((flags & MS_RDONLY) && mount_set_readonly(mnt_fd, false, err) < 0)))
     return -1;
   if (m->recursive_readonly && mount_set_readonly(mnt_fd, true, err) < 0)
     return -1;
@@ -493,14 +502,14 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   return 0;
 }
 
-int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules, const int *bind_fds,
                  struct cm_error **err) {
   int rc = 0;
   for (size_t i = 0; i < s->n_mounts && rc == 0; i++) {
     const struct spec_mount *m = &s->mounts[i];
     cm_debug("mount %s on %s (type %s)", m->source ? m->source : "-", m->destination,
              m->type ? m->type : "bind");
-    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, err) < 0)
+    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, bind_fds ? bind_fds[i] : -1, err) < 0)
       rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type %s)",
                            m->source ? m->source : (m->type ? m->type : ""),
                            m->destination ? m->destination : "", i, m->type ? m->type : "bind");

@@ -2,6 +2,7 @@
 #include "linux/rootfs.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -95,7 +96,68 @@ static int bind_root_checked(const struct mount_source_rules *rules, const char 
   return tree;
 }
 
-int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **err) {
+
+bool rootfs_has_bind_mounts(const struct spec *s) {
+  for (size_t i = 0; i < s->n_mounts; i++)
+    if (rootfs_mount_is_bind(&s->mounts[i]) && s->mounts[i].source)
+      return true;
+  return false;
+}
+
+int rootfs_open_bind_sources_in(pid_t pid, const struct spec *s, const char *bundle, int *fds, struct cm_error **err) {
+  for (size_t i = 0; i < s->n_mounts; i++)
+    fds[i] = -1;
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+  cleanup_close int theirs = open(path, O_RDONLY | O_CLOEXEC);
+  cleanup_close int ours = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+  /* setns resets our root and cwd to the namespace's: both are put back after. */
+  cleanup_close int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_close int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (theirs < 0 || ours < 0 || root < 0 || cwd < 0)
+    return cm_error_set(err, errno, "bind sources: open mount namespaces");
+  if (setns(theirs, CLONE_NEWNS) < 0)
+    return cm_error_set(err, errno, "bind sources: join the container's mount namespace");
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    const struct spec_mount *m = &s->mounts[i];
+    if (!rootfs_mount_is_bind(m) || !m->source)
+      continue;
+    /* A host path, the host admin's choice: symlinks in it are followed on the host, as the
+     * mount itself would. */
+    cleanup_free char *joined = NULL;
+    const char *src = m->source;
+    if (src[0] != '/') {
+      if (asprintf(&joined, "%s/%s", bundle, src) < 0)
+        abort();
+      src = joined;
+    }
+    fds[i] = open(src, O_PATH | O_CLOEXEC);
+  }
+  int rc = 0;
+  struct stat before, after;
+  bool moved = fstat(root, &before) < 0;
+  if (setns(ours, CLONE_NEWNS) < 0)
+    moved = true, rc = -1;
+  /* Our root is the namespace's again, unless we ran chrooted: then put that back too. */
+  if (rc == 0 && !moved && stat("/", &after) == 0 && (after.st_dev != before.st_dev || after.st_ino != before.st_ino))
+    rc = fchdir(root) < 0 || chroot(".") < 0 ? -1 : 0;
+  if (rc == 0 && fchdir(cwd) < 0)
+    rc = -1;
+  if (rc < 0) {
+    /* Stuck in the container's namespace: this process must not go on. */
+    cm_error_set(err, errno, "bind sources: return to our mount namespace");
+  }
+  return rc;
+}
+
+void rootfs_close_bind_sources(int *fds, size_t n) {
+  for (size_t i = 0; fds && i < n; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+  free(fds);
+}
+
+int rootfs_prepare(const struct spec *s, const char *rootfs, const int *bind_fds, struct cm_error **err) {
   /* Nothing we mount may propagate back to the host: rslave unless the config says otherwise. */
   unsigned long propagation = MS_SLAVE | MS_REC;
   if (s->has_linux && s->linux_.rootfs_propagation_flags)
@@ -137,7 +199,7 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **e
     tmp_spec.mounts = mounts_copy;
     effective = &tmp_spec;
   }
-  if (mounts_apply(effective, root_fd, rules, err) < 0)
+  if (mounts_apply(effective, root_fd, rules, bind_fds, err) < 0)
     return -1;
   if (devices_setup(s, root_fd, err) < 0)
     return -1;
@@ -235,6 +297,16 @@ int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err) {
     return cm_error_set(err, errno, "make the old root rslave");
   if (umount2(".", MNT_DETACH) < 0)
     return cm_error_set(err, errno, "detach the old root");
+  if (chdir("/") < 0)
+    return cm_error_set(err, errno, "chdir /");
+  return 0;
+}
+
+int rootfs_chroot(const char *rootfs, struct cm_error **err) {
+  if (chdir(rootfs) < 0)
+    return cm_error_set(err, errno, "chdir \"%s\"", rootfs);
+  if (chroot(".") < 0)
+    return cm_error_set(err, errno, "chroot \"%s\"", rootfs);
   if (chdir("/") < 0)
     return cm_error_set(err, errno, "chdir /");
   return 0;

@@ -8,15 +8,28 @@
 #include "spec/spec.h"
 #include "util/error.h"
 
-/* In the container's fresh mount namespace, before pivot_root:
+/* In the container's fresh mount namespace, before pivot_root (bind_fds: NULL, or from
+ * rootfs_open_bind_sources):
  * make / rslave (or linux.rootfsPropagation), bind `rootfs` (absolute host path) onto itself,
  * apply every spec mount in order, create /dev (default devices, linux.devices, /dev/fd and stdio
  * symlinks, /dev/pts + ptmx, /dev/shm if not mounted by the spec, /dev/console placeholder when
  * process.terminal). */
-int rootfs_prepare(const struct spec *s, const char *rootfs, struct cm_error **err);
+int rootfs_prepare(const struct spec *s, const char *rootfs, const int *bind_fds, struct cm_error **err);
+/* In a user namespace the mapped root may not reach a bind source (a 0700 root-owned parent on
+ * the host): the runtime, still the host's root, joins the container's new mount namespace (that
+ * of `pid`, where the mounts will be made: a mount of another namespace cannot be cloned there),
+ * opens every bind source (O_PATH, relative ones against `bundle`) and comes back, as runc does.
+ * fds[i] for s->mounts[i], -1 where not a bind or not opened (the error is then met, named, when
+ * the mount is made). */
+bool rootfs_has_bind_mounts(const struct spec *s);
+int rootfs_open_bind_sources_in(pid_t pid, const struct spec *s, const char *bundle, int *fds, struct cm_error **err);
+void rootfs_close_bind_sources(int *fds, size_t n);
 /* pivot_root into `rootfs` and detach the old root; with no_pivot, MS_MOVE + chroot. Leaves the
  * cwd at the new "/". */
 int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err);
+/* Without a mount namespace (the runtime's is inherited): chroot into `rootfs`, as runc does,
+ * and mount nothing. Leaves the cwd at the new "/". */
+int rootfs_chroot(const char *rootfs, struct cm_error **err);
 /* After pivot: maskedPaths, readonlyPaths, root.readonly, final rootfsPropagation. */
 int rootfs_finalize(const struct spec *s, struct cm_error **err);
 

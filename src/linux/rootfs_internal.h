@@ -40,11 +40,17 @@ const struct spec_mount *rootfs_dev_mount(const struct spec *s);
 
 struct mount_source_rules;
 /* Every entry of s->mounts, in order, inside the rootfs at root_fd. With `rules` (a hardened
- * container, linux/mount_source.h) every bind source and overlay layer is judged on its fd. */
-int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+ * container, linux/mount_source.h) every bind source and overlay layer is judged on its fd.
+ * bind_fds (NULL, or one per mount, -1 for none): bind sources the runtime opened for us
+ * (rootfs_open_bind_sources_in), used instead of opening the source path. */
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules, const int *bind_fds,
                  struct cm_error **err);
 /* A "cgroup"/"cgroup2" entry: see mount_cgroup.c. */
 int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd, struct cm_error **err);
+
+/* tmpfs_copyup.c: the new tmpfs mnt_fd (detached) over old_dir_fd, the directory the rootfs had
+ * at dest, takes its mode and, with copy_up (the "tmpcopyup" option), its content. */
+int tmpfs_take_over_dir(int old_dir_fd, int mnt_fd, bool copy_up, const char *dest, struct cm_error **err);
 
 /* /dev: default devices, linux.devices, symlinks, ptmx, console placeholder. */
 int devices_setup(const struct spec *s, int root_fd, struct cm_error **err);

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "linux/last_steps.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -98,8 +99,7 @@ static enum scmp_compare compare_op(enum spec_seccomp_op op) {
   return _SCMP_CMP_MIN; /* invalid: libseccomp rejects it */
 }
 
-/* "SCMP_ARCH_X86_64" → libseccomp's token (0: unknown to this libseccomp). */
-static uint32_t arch_token(const char *name) {
+uint32_t seccomp_arch_token(const char *name) {
   const char *prefix = "SCMP_ARCH_";
   if (strncmp(name, prefix, strlen(prefix)) == 0)
     name += strlen(prefix);
@@ -138,7 +138,7 @@ static int parse_flags(const struct spec_strv *flags, unsigned *out, struct cm_e
 
 static int add_architectures(scmp_filter_ctx ctx, const struct spec_strv *archs, struct cm_error **err) {
   for (size_t i = 0; i < archs->count; i++) {
-    uint32_t token = arch_token(archs->items[i]);
+    uint32_t token = seccomp_arch_token(archs->items[i]);
     if (token == 0) {
       /* Syscalls from an architecture not in the filter hit the bad-arch action (kill), so
        * skipping one we cannot name only makes the filter stricter. */
@@ -255,6 +255,30 @@ static int export_bpf(scmp_filter_ctx ctx, struct seccomp_program *out, struct c
   return 0;
 }
 
+/* seccomp_enosys.c's stub in front of the program libseccomp made. */
+static int prepend_enosys_stub(const struct spec_seccomp *sc, uint32_t default_action, struct seccomp_program *prog,
+                               struct cm_error **err) {
+  void *stub;
+  size_t n;
+  if (seccomp_enosys_stub(sc, default_action, &stub, &n, err) < 0) {
+    seccomp_program_free(prog);
+    return -1;
+  }
+  if (n == 0)
+    return 0;
+  size_t insn = sizeof(struct sock_filter);
+  char *all = malloc((n + prog->n_insns) * insn);
+  if (all == NULL)
+    abort();
+  memcpy(all, stub, n * insn);
+  memcpy(all + n * insn, prog->bpf, prog->n_insns * insn);
+  free(stub);
+  free(prog->bpf);
+  prog->bpf = all;
+  prog->n_insns += n;
+  return 0;
+}
+
 int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, struct cm_error **err) {
   memset(out, 0, sizeof(*out));
   if (sc == NULL || !sc->present)
@@ -297,6 +321,8 @@ int seccomp_compile(const struct spec_seccomp *sc, struct seccomp_program *out, 
 
   if (export_bpf(ctx, out, err) < 0)
     return -1;
+  if (prepend_enosys_stub(sc, default_action, out, err) < 0)
+    return -1;
   /* Fail `create`, not the container's init, when the kernel would refuse the program. */
   if (out->n_insns > BPF_MAXINSNS) {
     size_t n = out->n_insns;
@@ -337,6 +363,24 @@ int seccomp_program_load(const struct seccomp_program *prog, struct cm_error **e
   if (rc > 0) /* TSYNC: a thread that could not be synchronized */
     return cm_error_set(err, 0, "linux.seccomp: thread %ld could not be synchronized to the filter", rc);
   return 0;
+}
+
+void seccomp_emit_load(struct last_steps *ls, const struct seccomp_program *prog, const char *what) {
+  /* The program, then a struct sock_fprog pointing at it (a reloc: the pointer is filled in when
+   * the last-steps program runs, wherever it was loaded). */
+  uint32_t insns = last_steps_data(ls, prog->bpf, prog->n_insns * sizeof(struct sock_filter));
+  struct {
+    uint16_t len;
+    uint16_t pad[3];
+    uint64_t filter;
+  } fprog = {.len = (uint16_t)prog->n_insns, .filter = insns};
+  _Static_assert(sizeof(fprog) == sizeof(struct sock_fprog) && offsetof(struct sock_fprog, filter) == 8,
+                 "struct sock_fprog layout");
+  uint32_t at = last_steps_data(ls, &fprog, sizeof(fprog));
+  last_steps_reloc(ls, at + 8);
+  unsigned long flags = prog->flags;
+  last_steps_syscall(ls, SYS_seccomp, LS_ARG_DATA(2), (uint64_t[6]){SECCOMP_SET_MODE_FILTER, flags, at},
+                     "%slinux.seccomp: load filter (flags 0x%lx)", what, flags);
 }
 
 void seccomp_program_free(struct seccomp_program *prog) {

@@ -24,7 +24,9 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
-#define CACHE_MAGIC 0x31534d43u /* "CMS1" */
+/* Changes whenever seccomp_compile's output for the same key would: "CMS2" since the ENOSYS stub
+ * (seccomp_enosys.c), so programs cached without it are never loaded again. */
+#define CACHE_MAGIC 0x32534d43u /* "CMS2" */
 
 struct buf {
   uint8_t *data;
@@ -66,6 +68,7 @@ static void serialize_key(const struct spec_seccomp *sc, struct buf *b) {
   put_u64(b, ((uint64_t)v->major << 32) | ((uint64_t)v->minor << 16) | v->micro);
   put_u64(b, seccomp_api_get());
   put_u64(b, sizeof(void *));
+  put_u64(b, seccomp_arch_native()); /* SCMP_ARCH_NATIVE, and the stub's arch resolution */
   put_u64(b, sc->default_action);
   put_u64(b, sc->has_default_errno_ret);
   put_u64(b, sc->default_errno_ret);

@@ -13,18 +13,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "linux/caps.h"
 #include "linux/console.h"
 #include "linux/egress_sockets.h"
 #include "linux/exec_trampoline.h"
 #include "linux/fds.h"
+#include "linux/last_steps.h"
 #include "linux/namespaces.h"
 #include "linux/net.h"
 #include "linux/process_attrs.h"
 #include "linux/rootfs.h"
 #include "linux/security_attrs.h"
 #include "linux/sysctl.h"
-#include "linux/user.h"
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
 #include "runtime/state.h"
@@ -105,6 +104,30 @@ void container_stage1(const struct init_config *c) {
     cm_error_set(&err, errno, "unshare namespaces (flags 0x%x)", flags);
     fail(c->sync_fd, err);
   }
+  /* The namespace's root may not reach every bind source: the runtime opens them for us, in our
+   * new mount namespace, with its own credentials (rootfs.h). Init inherits the fds. */
+  struct init_config with_fds = *c;
+  if (userns->present && s->linux_.namespaces[SPEC_NS_MOUNT].present && rootfs_has_bind_mounts(s)) {
+    with_fds.bind_fds = malloc(s->n_mounts * sizeof(int));
+    if (with_fds.bind_fds == NULL)
+      abort();
+    for (size_t i = 0; i < s->n_mounts; i++)
+      with_fds.bind_fds[i] = -1;
+    sync_send(c->sync_fd, SYNC_MOUNT_SOURCES, 0, NULL, -1, NULL);
+    for (;;) {
+      struct sync_msg m;
+      int fd = -1;
+      if (sync_recv(c->sync_fd, &m, &fd, &err) != 0)
+        _exit(1);
+      if (m.type == SYNC_MOUNT_SOURCES)
+        break;
+      if (m.type != SYNC_MOUNT_SOURCE || m.value < 0 || (size_t)m.value >= s->n_mounts)
+        _exit(1);
+      with_fds.bind_fds[m.value] = fd;
+    }
+  }
+  c = &with_fds;
+
   /* Offsets must be written before any process lives in the new time namespace. */
   if (spec_ns_is_new(s, SPEC_NS_TIME) && ns_write_time_offsets(&s->linux_, &err) < 0)
     fail(c->sync_fd, err);
@@ -251,6 +274,21 @@ char **process_env_with_home(const struct spec_process *p) {
   return env;
 }
 
+/* LISTEN_FDS and LISTEN_PID for the process (sd_listen_fds checks the pid: ours, which execve
+ * keeps; 1 in a new pid namespace, as runc always says). Added after the config's own. */
+static char **env_with_socket_activation(char **env, int n_fds) {
+  size_t n = 0;
+  while (env[n])
+    n++;
+  char **out = calloc(n + 3, sizeof(char *));
+  if (out == NULL)
+    abort();
+  memcpy(out, env, n * sizeof(char *));
+  if (asprintf(&out[n], "LISTEN_FDS=%d", n_fds) < 0 || asprintf(&out[n + 1], "LISTEN_PID=%d", (int)getpid()) < 0)
+    abort();
+  return out;
+}
+
 static void reset_signals(void) {
   sigset_t none;
   sigemptyset(&none);
@@ -259,17 +297,24 @@ static void reset_signals(void) {
   sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* The policy's filter first: the config's own may deny seccomp(2), and the order does not change
- * the outcome (the kernel runs every filter and the strictest action wins). Landlock just
- * before them, so a strict filter need not allow its syscalls. */
-static int load_seccomp_filters(const struct init_config *c, struct landlock_prepared *ll, struct cm_error **err) {
-  if (landlock_enforce(ll, err) < 0)
-    return -1;
-  if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, err) < 0)
-    return cm_error_prefix(err, "policy profile");
-  if (c->seccomp && seccomp_program_load(c->seccomp, err) < 0)
-    return -1;
-  return 0;
+/* How init and its startContainer hooks exec: through the trampoline, whose program holds the
+ * last steps, or from the runtime's sealed copy by running them here. */
+struct init_exec {
+  const struct init_config *c;
+  const struct last_steps *ls;
+  /* Open across the trampoline's execve: exec.fifo or the sync socket (until the program's
+   * execve), the Landlock rulesets (the trampoline enforces and closes them). */
+  int keep_fds[1 + LANDLOCK_MAX_LAYERS];
+  size_t n_keep_fds;
+  struct exec_trampoline trampoline;
+};
+
+/* hook_exec.exec, and the process's own exec. Returns only on failure, errno set. */
+static void exec_confined(void *arg, const char *path, char *const argv[], char *const envp[]) {
+  const struct init_exec *ie = arg;
+  if (ie->c->exec_direct)
+    last_steps_exec_here(ie->ls, path, argv, envp); /* reports and exits on failure */
+  exec_trampoline_exec(&ie->trampoline, path, argv, ie->keep_fds, ie->n_keep_fds, envp);
 }
 
 static void container_init(const struct init_config *c, bool oom_set) {
@@ -286,8 +331,11 @@ static void container_init(const struct init_config *c, bool oom_set) {
                           &err) < 0)
     fail(sync_fd, err);
 
-  const struct spec_namespace *mntns = &s->linux_.namespaces[SPEC_NS_MOUNT];
-  bool build_rootfs = mntns->present && mntns->path == NULL;
+  /* In a mount namespace of its own or one joined by path (we are in it by now), the rootfs is
+   * built and pivoted into, as runc does. Without one the process inherits the runtime's mount
+   * namespace (the spec), which nothing here may change: no mount, only a chroot into the rootfs
+   * (runc's behaviour; create refuses what would need mounts there). */
+  bool build_rootfs = s->linux_.namespaces[SPEC_NS_MOUNT].present;
   if (build_rootfs) {
     /* Relative bind sources resolve against the bundle. */
     if (chdir(c->bundle) < 0) {
@@ -300,8 +348,9 @@ static void container_init(const struct init_config *c, bool oom_set) {
         cm_error_set(&err, errno, "chdir to bundle %s", c->bundle);
       fail(sync_fd, err);
     }
-    if (rootfs_prepare(s, c->rootfs, &err) < 0)
+    if (rootfs_prepare(s, c->rootfs, c->bind_fds, &err) < 0)
       fail(sync_fd, err);
+    rootfs_close_bind_sources(c->bind_fds, s->n_mounts);
   }
 
   if (s->hooks[SPEC_HOOK_PRESTART].count || s->hooks[SPEC_HOOK_CREATE_RUNTIME].count) {
@@ -310,15 +359,18 @@ static void container_init(const struct init_config *c, bool oom_set) {
   }
   if (s->hooks[SPEC_HOOK_CREATE_CONTAINER].count) {
     cleanup_free char *json = init_state_json(c, host_pid, "creating");
-    if (hooks_run(s->hooks, SPEC_HOOK_CREATE_CONTAINER, json, &err) < 0)
+    /* As runc: in the rootfs directory (we are in the container's mount namespace, before
+     * pivot_root), with the process's environment when the hook has none. */
+    struct hook_exec how = {.cwd = c->rootfs, .default_env = p->env.items};
+    if (hooks_run(s->hooks, SPEC_HOOK_CREATE_CONTAINER, json, &how, &err) < 0)
       fail(sync_fd, err);
   }
 
-  if (build_rootfs && rootfs_pivot(c->rootfs, c->no_pivot, &err) < 0)
+  if ((build_rootfs ? rootfs_pivot(c->rootfs, c->no_pivot, &err) : rootfs_chroot(c->rootfs, &err)) < 0)
     fail(sync_fd, err);
   /* A missing cwd is created, as runc does: after pivot_root, walked inside the container's root
    * only, before root.readonly applies. */
-  if (build_rootfs) {
+  {
     cleanup_close int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     cleanup_close int cwd_fd = root_fd < 0 ? -1 : safepath_open(root_fd, p->cwd, O_PATH | O_DIRECTORY, NULL);
     if (root_fd >= 0 && cwd_fd < 0 && errno == ENOENT) {
@@ -334,7 +386,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
     fail(sync_fd, err);
   if (build_rootfs && rootfs_finalize(s, &err) < 0)
     fail(sync_fd, err);
-  if (spec_ns_is_new(s, SPEC_NS_UTS) && ns_set_uts_names(s->hostname, s->domainname, &err) < 0)
+  if (s->linux_.namespaces[SPEC_NS_UTS].present && ns_set_uts_names(s->hostname, s->domainname, &err) < 0)
     fail(sync_fd, err);
   if (spec_ns_is_new(s, SPEC_NS_NETWORK) && !c->loopback_by_runtime && net_loopback_up(&err) < 0)
     fail(sync_fd, err);
@@ -359,7 +411,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
       scheduler_apply(p, &err) < 0 || lsm_apply_exec_label(p, &err) < 0)
     fail(sync_fd, err);
 
-  bool cwd_ok = chdir(p->cwd) == 0; /* retried after the user switch: it may be the user's only */
+  bool cwd_ok = chdir(p->cwd) == 0; /* retried as the user (last steps): it may be the user's only */
   if (!cwd_ok && errno != EACCES) {
     cm_error_set(&err, errno, "chdir to cwd \"%s\"", p->cwd);
     fail(sync_fd, err);
@@ -368,20 +420,18 @@ static void container_init(const struct init_config *c, bool oom_set) {
   if (exe == NULL)
     fail(sync_fd, err);
   char **envp = process_env_with_home(p);
-  /* Made now: the filters loaded below may deny memfd_create. */
-  struct exec_trampoline trampoline = {.fd = -1};
-  if (!c->exec_direct && exec_trampoline_prepare(&trampoline, exe, p->args.items, &err) < 0)
-    fail(sync_fd, err);
+  if (c->listen_fds)
+    envp = env_with_socket_activation(envp, c->listen_fds);
 
   /* Landlock's rulesets, made while every mount is final and we are still root, before READY so
-   * a rule create cannot honour fails create; enforced with the filters. */
+   * a rule create cannot honour fails create; enforced with the filters (the last steps). */
   struct landlock_prepared ll = {0};
   if (landlock_prepare(c->landlock, c->n_landlock, p->cwd, &ll, &err) < 0)
     fail(sync_fd, err);
 
   /* A NOTIFY filter's listener fd must reach linux.seccomp.listenerPath, and only the runtime
    * that is with us now can send it: load the filters before READY, as runc does. The steps
-   * left (start fifo, startContainer hooks, user switch, capset, execve) then run under them. */
+   * left (start fifo, startContainer hooks, the last steps) then run under them. */
   bool seccomp_early = c->seccomp && c->seccomp->notify;
   if (seccomp_early) {
     if (landlock_enforce(&ll, &err) < 0)
@@ -396,6 +446,33 @@ static void container_init(const struct init_config *c, bool oom_set) {
     expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
   }
 
+  /* The last steps (linux/last_steps.h): credentials, no_new_privs, the filters, run after the
+   * trampoline's execve (or here, from the sealed copy) right before the program's. Built now,
+   * so what cannot work fails `create`; the memfd made now, as a filter may deny memfd_create.
+   * The runtime waits for exec.fifo (create) or the sync socket (run) to close at the program's
+   * execve: both stay open until then. After `start`, failures go to the container's stderr. */
+  struct last_steps ls;
+  last_steps_init(&ls, STDERR_FILENO, false);
+  struct last_steps_process lp = {
+      .process = p,
+      .cwd_as_user = !cwd_ok,
+      .filters = {seccomp_early ? NULL : c->seccomp_stacked, seccomp_early ? NULL : c->seccomp},
+      .keep_fds = {c->fifo_fd >= 0 ? c->fifo_fd : sync_fd},
+      .n_keep_fds = 1,
+      .landlock = seccomp_early ? NULL : &ll,
+  };
+  if (last_steps_for_process(&ls, &lp, &err) < 0)
+    fail(sync_fd, err);
+  struct init_exec ie = {.c = c, .ls = &ls, .keep_fds = {lp.keep_fds[0]}, .n_keep_fds = 1, .trampoline = {.fd = -1}};
+  for (size_t i = 0; !seccomp_early && i < ll.n; i++)
+    ie.keep_fds[ie.n_keep_fds++] = ll.fds[i];
+  if (!c->exec_direct) {
+    size_t len;
+    cleanup_free void *prog = last_steps_serialize(&ls, &len);
+    if (exec_trampoline_prepare(&ie.trampoline, prog, len, &err) < 0)
+      fail(sync_fd, err);
+  }
+
   sync_send(sync_fd, SYNC_READY, 0, NULL, -1, NULL);
   expect(sync_fd, SYNC_READY); /* the runtime has recorded us; EOF here means it died first */
 
@@ -407,43 +484,30 @@ static void container_init(const struct init_config *c, bool oom_set) {
     do
       n = read(c->fifo_fd, &byte, 1);
     while (n < 0 && errno == EINTR);
-    /* fifo_fd stays open (close-on-exec): `start` waits for its last reader to go, which must
-     * be our execve, after the startContainer hooks, not now. */
+    /* fifo_fd stays open: `start` waits for its last reader to go, which must be the program's
+     * execve, after the startContainer hooks, not now. */
   } else {
-    /* `run`: the go comes on the sync socket, which likewise stays open (close-on-exec) so
-     * the runtime sees it close at our execve. EOF: the runtime died, so must we. */
+    /* `run`: the go comes on the sync socket, which likewise stays open until the program's
+     * execve. EOF: the runtime died, so must we. */
     expect(sync_fd, SYNC_START);
   }
 
   /* From here errors go to the container's stderr: the runtime that created us is gone. */
+  reset_signals();
   if (s->hooks[SPEC_HOOK_START_CONTAINER].count) {
-    cleanup_free char *json = init_state_json(c, host_pid, "running");
-    if (hooks_run(s->hooks, SPEC_HOOK_START_CONTAINER, json, &err) < 0)
+    /* runc 1.1.5 gives them status "created". They run as the process will: its cwd and
+     * environment, and through the same last steps, so with its user, capabilities,
+     * no_new_privs and filters. */
+    cleanup_free char *json = init_state_json(c, host_pid, "created");
+    struct hook_exec how = {.default_env = envp, .exec = exec_confined, .exec_arg = &ie};
+    if (hooks_run(s->hooks, SPEC_HOOK_START_CONTAINER, json, &how, &err) < 0)
       goto exec_failed;
   }
-  /* Without no_new_privs, loading a filter needs CAP_SYS_ADMIN: load it while we still have it
-   * (the spec's order); with no_new_privs, load it last so it filters only the container. */
-  if (!seccomp_early && !p->no_new_privileges && load_seccomp_filters(c, &ll, &err) < 0)
-    goto exec_failed;
-  if (user_switch(&p->user, &err) < 0 || caps_apply(&p->capabilities, &err) < 0)
-    goto exec_failed;
-  if (!cwd_ok && chdir(p->cwd) < 0) {
-    cm_error_set(&err, errno, "chdir to cwd \"%s\"", p->cwd);
-    goto exec_failed;
-  }
-  if (fds_verify_cwd_inside_root(&err) < 0)
-    goto exec_failed;
-  if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
-    goto exec_failed;
-  if (!seccomp_early && p->no_new_privileges && load_seccomp_filters(c, &ll, &err) < 0)
-    goto exec_failed;
+  /* Nothing of the runtime's reaches the process but the fds asked for (CVE-2024-21626 class):
+   * everything else is close-on-exec, the trampoline's own fd included (it closes it itself). */
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     goto exec_failed;
-  reset_signals();
-  if (c->exec_direct)
-    execve(exe, p->args.items, envp);
-  else
-    exec_trampoline_exec(&trampoline, envp);
+  exec_confined(&ie, exe, p->args.items, envp);
   cm_error_set(&err, errno, "exec %s", exe);
 exec_failed:;
   cleanup_free char *msg = cm_error_format(err);

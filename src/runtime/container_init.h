@@ -23,7 +23,8 @@ struct init_config {
   bool cgroup_done;   /* direct init born in its final cgroup: no SYNC_CGROUP_JOINED comes */
   int fifo_fd;        /* exec.fifo, opened O_RDWR: a read blocks until `start` writes; -1 with
                        * start_at_once: SYNC_START arrives on sync_fd instead */
-  int preserve_fds;
+  int preserve_fds; /* counting listen_fds */
+  int listen_fds;   /* systemd socket activation: fds 3.. are those (LISTEN_FDS) */
   bool no_pivot;
   bool no_new_keyring;
   /* The runtime runs from its sealed copy (linux/selfclone.h): exec the program directly.
@@ -44,6 +45,8 @@ struct init_config {
    * The same list is what the container may connect to (Landlock, issue 18). n = 0: none. */
   const uint16_t *egress_tcp_ports;
   size_t n_egress_tcp_ports;
+  /* Bind sources opened by stage1 before the user namespace (rootfs_open_bind_sources); NULL. */
+  int *bind_fds;
 };
 
 /* Shared with exec (runtime/exec_process.c), both run inside the container's root:

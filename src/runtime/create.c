@@ -23,12 +23,15 @@
 #include "linux/security_attrs.h"
 #include "linux/clone_child.h"
 #include "linux/net.h"
+#include "linux/rootfs.h"
 #include "linux/selfclone.h"
 #include "linux/sysctl.h"
 #include "runtime/container_init.h"
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
+#include "runtime/notify_socket.h"
 #include "runtime/runtime.h"
+#include "runtime/seccomp_listener.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -45,10 +48,27 @@ static int validate_for_create(const struct spec *s, const struct create_options
     return cm_error_set(err, 0, "--console-socket given but config.json's .process.terminal is false");
   if (s->process->terminal && !o->foreground && o->console_socket == NULL)
     return cm_error_set(err, 0, "config.json: .process.terminal is true but --console-socket was not given");
-  if (!s->linux_.namespaces[SPEC_NS_MOUNT].present)
-    return cm_error_set(err, 0, "config.json: .linux.namespaces: a mount namespace is required");
-  if ((s->hostname || s->domainname) && !spec_ns_is_new(s, SPEC_NS_UTS))
-    return cm_error_set(err, 0, "config.json: .hostname: needs a new uts namespace");
+  /* Without a mount namespace the runtime's is inherited (the spec) and init only chroots into
+   * the rootfs (runc): whatever would need a mount there would be made in the runtime's own
+   * namespace, the host's. runc refuses masked and readonly paths the same way (its wording);
+   * it would make the mounts on the host, which we never do. */
+  if (!s->linux_.namespaces[SPEC_NS_MOUNT].present) {
+    const struct spec_linux *l = &s->linux_;
+    const char *field = s->n_mounts ? ".mounts" : l->n_devices ? ".linux.devices" : s->root_readonly ? ".root.readonly" : NULL;
+    if (l->masked_paths.count || l->readonly_paths.count)
+      return cm_error_set(err, 0,
+                          "config.json: .linux.maskedPaths/.linux.readonlyPaths: unable to restrict sys entries "
+                          "without a private mount namespace (add {\"type\": \"mount\"} to .linux.namespaces)");
+    if (field)
+      return cm_error_set(err, 0,
+                          "config.json: %s: needs a mount namespace in .linux.namespaces (without one it would "
+                          "change the runtime's, the host's, mounts)",
+                          field);
+  }
+  /* A uts namespace joined by path counts: the names are set there (runc). */
+  if ((s->hostname || s->domainname) && !s->linux_.namespaces[SPEC_NS_UTS].present)
+    return cm_error_set(err, 0, "config.json: .%s: needs a uts namespace in .linux.namespaces",
+                        s->hostname ? "hostname" : "domainname");
   if (spec_ns_is_new(s, SPEC_NS_USER) && (s->linux_.n_uid_mappings == 0 || s->linux_.n_gid_mappings == 0))
     return cm_error_set(err, 0, "config.json: .linux.uidMappings: a new user namespace needs uid and gid mappings");
   if (!s->linux_.namespaces[SPEC_NS_USER].present && (s->linux_.n_uid_mappings || s->linux_.n_gid_mappings))
@@ -149,41 +169,12 @@ static int record_progress(struct create_run *r, pid_t pid, struct cm_error **er
 
 static int handle_hooks(struct create_run *r, struct cm_error **err) {
   cleanup_free char *json = state_oci_json(&r->st, "creating");
-  if (hooks_run(r->spec->hooks, SPEC_HOOK_PRESTART, json, err) < 0 ||
-      hooks_run(r->spec->hooks, SPEC_HOOK_CREATE_RUNTIME, json, err) < 0)
+  /* In the bundle directory, as runc runs them. */
+  struct hook_exec how = {.cwd = r->st.bundle};
+  if (hooks_run(r->spec->hooks, SPEC_HOOK_PRESTART, json, &how, err) < 0 ||
+      hooks_run(r->spec->hooks, SPEC_HOOK_CREATE_RUNTIME, json, &how, err) < 0)
     return -1;
   return sync_send(r->sock, SYNC_HOOKS_DONE, 0, NULL, -1, err);
-}
-
-/* The OCI "container process state" goes to linux.seccomp.listenerPath with the listener fd. */
-static int send_seccomp_listener(struct create_run *r, int listener, struct cm_error **err) {
-  const struct spec_seccomp *sc = &r->spec->linux_.seccomp;
-  cleanup_free char *state = state_oci_json(&r->st, "creating");
-  yajl_gen g = yajl_gen_alloc(NULL);
-  yajl_gen_map_open(g);
-  yajl_gen_string(g, (const unsigned char *)"ociVersion", 10);
-  yajl_gen_string(g, (const unsigned char *)SPEC_OCI_VERSION, strlen(SPEC_OCI_VERSION));
-  yajl_gen_string(g, (const unsigned char *)"fds", 3);
-  yajl_gen_array_open(g);
-  yajl_gen_string(g, (const unsigned char *)"seccompFd", 9);
-  yajl_gen_array_close(g);
-  yajl_gen_string(g, (const unsigned char *)"pid", 3);
-  yajl_gen_integer(g, r->init);
-  yajl_gen_string(g, (const unsigned char *)"metadata", 8);
-  const char *md = sc->listener_metadata ? sc->listener_metadata : "";
-  yajl_gen_string(g, (const unsigned char *)md, strlen(md));
-  yajl_gen_string(g, (const unsigned char *)"state", 5);
-  /* The state document is already JSON: splice it in as a raw value. */
-  yajl_gen_number(g, state, strlen(state));
-  yajl_gen_map_close(g);
-  const unsigned char *buf;
-  size_t len;
-  yajl_gen_get_buf(g, &buf, &len);
-  cleanup_free char *json = strndup((const char *)buf, len);
-  yajl_gen_free(g);
-  if (unix_path_send_fd(sc->listener_path, listener, json, err) < 0)
-    return cm_error_prefix(err, "config.json: .linux.seccomp.listenerPath");
-  return 0;
 }
 
 /* exec applies exactly the layers init got (runtime/exec.c): never fewer, never looser. */
@@ -290,6 +281,24 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
           sync_send(r->sock, SYNC_USERNS_MAPPED, 0, NULL, -1, err) < 0)
         return -1;
       break;
+    case SYNC_MOUNT_SOURCES: {
+      /* stage1's user namespace may not reach them: opened with our credentials in its new
+       * mount namespace (linux/rootfs.h). */
+      cleanup_free int *fds = calloc(r->spec->n_mounts ? r->spec->n_mounts : 1, sizeof(int));
+      if (fds == NULL)
+        abort();
+      rc = rootfs_open_bind_sources_in(r->stage1, r->spec, r->st.bundle, fds, err);
+      for (size_t i = 0; i < r->spec->n_mounts; i++) {
+        if (fds[i] < 0)
+          continue;
+        if (rc == 0 && sync_send(r->sock, SYNC_MOUNT_SOURCE, (int64_t)i, NULL, fds[i], err) < 0)
+          rc = -1;
+        close(fds[i]);
+      }
+      if (rc < 0 || sync_send(r->sock, SYNC_MOUNT_SOURCES, 0, NULL, -1, err) < 0)
+        return -1;
+      break;
+    }
     case SYNC_INIT_PID:
       r->init = (pid_t)m.value;
       waitpid(r->stage1, NULL, 0);
@@ -311,7 +320,7 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
     case SYNC_SECCOMP_NOTIFY_FD:
       if (fd < 0)
         return cm_error_set(err, EPROTO, "seccomp: no listener fd received");
-      rc = send_seccomp_listener(r, fd, err);
+      rc = seccomp_listener_send(&r->spec->linux_.seccomp, &r->st, "creating", r->init, fd, err);
       close(fd);
       if (rc < 0 || sync_send(r->sock, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, -1, err) < 0)
         return -1;
@@ -373,6 +382,17 @@ static void teardown(struct create_run *r) {
     state_dir_remove(r->ctx->root, r->opts->id, &ignored);
     cm_error_freep(&ignored);
   }
+}
+
+/* systemd socket activation (sd_listen_fds(3)): LISTEN_FDS fds from 3 on, meant for us when
+ * LISTEN_PID is our pid. As runc and crun, they go to the container's process, before the
+ * --preserve-fds ones, and it gets LISTEN_FDS and LISTEN_PID of its own (container_init.c). */
+static int socket_activation_fds(void) {
+  const char *fds = getenv("LISTEN_FDS"), *pid = getenv("LISTEN_PID");
+  if (fds == NULL || pid == NULL || strtol(pid, NULL, 10) != (long)getpid())
+    return 0;
+  long n = strtol(fds, NULL, 10);
+  return n > 0 && n < 4096 ? (int)n : 0;
 }
 
 int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
@@ -467,6 +487,12 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         egress_prepare_container(ms, r.dirfd, dir, r.st.rootfs, r.broker.ca_pem, err) < 0)
       goto fail;
   }
+  if (getenv("NOTIFY_SOCKET")) {
+    struct spec *ms = loaded ? loaded : opts->spec;
+    cleanup_free char *dir = state_dir_path(ctx->root, opts->id);
+    if (notify_socket_prepare(ms, r.dirfd, dir, err) < 0)
+      goto fail;
+  }
 
   /* `run` starts at once over the sync socket: no fifo (one file fewer to create on /run). */
   if (!opts->start_at_once) {
@@ -486,7 +512,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     cm_error_set(err, errno, "create sync channel");
     goto fail;
   }
-  int min_fd = 3 + opts->preserve_fds;
+  int listen_fds = socket_activation_fds();
+  int preserve_fds = listen_fds + opts->preserve_fds;
+  int min_fd = 3 + preserve_fds;
   r.sock = fd_move_above(pair[0], min_fd, err);
   child_sock = fd_move_above(pair[1], min_fd, err);
   if (r.fifo_fd >= 0)
@@ -551,7 +579,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .sync_fd = child_sock,
         .cgroup_done = r.cgroup_done,
         .fifo_fd = r.fifo_fd,
-        .preserve_fds = opts->preserve_fds,
+        .preserve_fds = preserve_fds,
+        .listen_fds = listen_fds,
         .no_pivot = opts->no_pivot,
         .no_new_keyring = opts->no_new_keyring,
         .exec_direct = exec_direct,

@@ -28,6 +28,7 @@
 #include "runtime/exec_process.h"
 #include "runtime/foreground.h"
 #include "runtime/runtime.h"
+#include "runtime/seccomp_listener.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -81,8 +82,11 @@ static int cap_number(const char *name, struct cm_error **err) {
     name = canon;
   }
   cap_value_t cap;
-  if (cap_from_name(name, &cap) < 0 || cap < 0 || cap >= 64)
-    return cm_error_set(err, 0, "--cap: unknown capability \"%s\"", name);
+  if (cap_from_name(name, &cap) < 0 || cap < 0 || cap >= 64) {
+    /* As in config.json (spec/process.c) and as runc: a warning, and the process gets less. */
+    cm_warn("--cap: unknown capability \"%s\" ignored", name);
+    return -1;
+  }
   return (int)cap;
 }
 
@@ -123,7 +127,7 @@ static int process_from_flags(struct spec_process *p, const struct exec_options 
   for (size_t i = 0; i < o->n_caps; i++) {
     int cap = cap_number(o->caps[i], err);
     if (cap < 0)
-      return -1;
+      continue;
     /* Never inheritable: a cap there survives execve of non-privileged binaries (CVE-2022-29162). */
     uint64_t bit = 1ULL << cap;
     p->capabilities.present = true;
@@ -222,40 +226,78 @@ struct exec_run {
   pid_t stage1, child;
   int console_master; /* foreground with a terminal and no console socket */
   int host_tty;       /* the terminal it is proxied to (console_host_open) */
+  const struct spec_seccomp *seccomp;  /* the container's, for a NOTIFY listener */
+  const struct container_state *state; /* the container's */
 };
+
+/* The process's own NOTIFY listener goes to listenerPath (runc: status "running", the process's
+ * pid); the process waits for our answer before going on. */
+static int forward_listener(struct exec_run *r, int fd, struct cm_error **err) {
+  int rc = -1;
+  if (r->seccomp->listener_path == NULL)
+    cm_error_set(err, 0, "config.json: .linux.seccomp: SCMP_ACT_NOTIFY rules need a listenerPath");
+  else if (seccomp_listener_send(r->seccomp, r->state, "running", r->child, fd, err) == 0)
+    rc = sync_send(r->sock, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, -1, err);
+  close(fd);
+  return rc;
+}
 
 /* Drive stage1 and the process until EOF (the process exec'd) or an error. */
 static int drive_child(struct exec_run *r, struct cm_error **err) {
   if (sync_send(r->sock, SYNC_CGROUP_JOINED, 0, NULL, -1, err) < 0)
     return -1;
+  int pending_listener = -1; /* arrived before stage1 told us the process's pid */
   for (;;) {
     struct sync_msg m;
     int fd = -1;
     int rc = sync_recv(r->sock, &m, &fd, err);
     if (rc < 0)
-      return -1;
+      goto fail;
     if (rc == 1) {
+      if (pending_listener >= 0)
+        close(pending_listener);
       if (r->child <= 0)
         return cm_error_set(err, 0, "exec: the process could not be created");
       return 0;
     }
     switch (m.type) {
-    case SYNC_ERROR: return cm_error_set(err, (int)m.value, "%s", m.text);
+    case SYNC_ERROR: cm_error_set(err, (int)m.value, "%s", m.text); goto fail;
     case SYNC_INIT_PID:
       r->child = (pid_t)m.value;
       waitpid(r->stage1, NULL, 0);
       r->stage1 = 0;
+      if (pending_listener >= 0) {
+        int l = pending_listener;
+        pending_listener = -1;
+        if (forward_listener(r, l, err) < 0)
+          goto fail;
+      }
       break;
     case SYNC_CONSOLE_FD:
       if (console_route_master(r->opts->console_socket, fd, &r->console_master, err) < 0)
-        return -1;
+        goto fail;
+      break;
+    case SYNC_SECCOMP_NOTIFY_FD:
+      if (fd < 0) {
+        cm_error_set(err, EPROTO, "seccomp: no listener fd received");
+        goto fail;
+      }
+      if (r->child <= 0)
+        pending_listener = fd;
+      else if (forward_listener(r, fd, err) < 0)
+        goto fail;
       break;
     default:
       if (fd >= 0)
         close(fd);
-      return cm_error_set(err, EPROTO, "sync: unexpected message %u", m.type);
+      cm_error_set(err, EPROTO, "sync: unexpected message %u", m.type);
+      goto fail;
     }
   }
+fail:
+  if (pending_listener >= 0)
+    close(pending_listener);
+  return -1;
 }
 
 static void reap(pid_t *pid) {
@@ -466,6 +508,8 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   /* In the container's cgroup: a delete from now on kills the process with the rest. Until it
    * has exec'd it runs only while the container does (--ignore-paused: until `resume`). */
   container_unlock(&c);
+  r->seccomp = &s->linux_.seccomp;
+  r->state = &c.st;
   if (drive_child(r, err) < 0)
     goto fail;
   rc = 0;

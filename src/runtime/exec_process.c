@@ -9,13 +9,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "linux/caps.h"
 #include "linux/console.h"
 #include "linux/exec_trampoline.h"
 #include "linux/fds.h"
+#include "linux/last_steps.h"
 #include "linux/process_attrs.h"
 #include "linux/security_attrs.h"
-#include "linux/user.h"
 #include "runtime/container_init.h"
 #include "util/cleanup.h"
 #include "util/sync.h"
@@ -84,6 +83,15 @@ void exec_stage1(const struct exec_child_config *c) {
     }
   }
 
+  /* In the container's user namespace, become its root, as init's stage1 did: the exec
+   * trampoline must start as that root to set the process's credentials itself (last_steps.h);
+   * our host uid is not mapped there. */
+  bool joined_userns = c->pidfd >= 0 ? (c->ns_flags & CLONE_NEWUSER) != 0 : c->ns_fds[SPEC_NS_USER] >= 0;
+  if (joined_userns && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)) {
+    cm_error_set(&err, errno, "become root in the container's user namespace (is uid/gid 0 mapped?)");
+    fail(c->sync_fd, err);
+  }
+
   /* CLONE_PARENT: the process is the runtime's child (foreground exec waits for it), and the
    * caller's subreaper (the shim) inherits it when `exec --detach` returns. */
   pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, NULL);
@@ -120,7 +128,7 @@ static void exec_child(const struct exec_child_config *c) {
       io_priority_apply(p, &err) < 0 || scheduler_apply(p, &err) < 0 || lsm_apply_exec_label(p, &err) < 0)
     fail(sync_fd, err);
 
-  bool cwd_ok = chdir(p->cwd) == 0; /* retried after the user switch: it may be the user's only */
+  bool cwd_ok = chdir(p->cwd) == 0; /* retried as the user (last steps): it may be the user's only */
   if (!cwd_ok && errno != EACCES) {
     cm_error_set(&err, errno, "chdir to cwd \"%s\"", p->cwd);
     fail(sync_fd, err);
@@ -129,10 +137,6 @@ static void exec_child(const struct exec_child_config *c) {
   if (exe == NULL)
     fail(sync_fd, err);
   char **envp = process_env_with_home(p);
-  /* Made now: the filters loaded below may deny memfd_create. */
-  struct exec_trampoline trampoline = {.fd = -1};
-  if (!c->exec_direct && exec_trampoline_prepare(&trampoline, exe, p->args.items, &err) < 0)
-    fail(sync_fd, err);
 
   /* The container's Landlock layers, made while still root (as init made them) and enforced
    * where the filters are loaded: the same domain rules as init's, never fewer. */
@@ -140,50 +144,56 @@ static void exec_child(const struct exec_child_config *c) {
   if (landlock_prepare(c->landlock, c->n_landlock, p->cwd, &ll, &err) < 0)
     fail(sync_fd, err);
 
-  /* The container's filter, in the same order as its init: without no_new_privs it must be
-   * loaded while CAP_SYS_ADMIN is still held. */
-  if (!p->no_new_privileges && landlock_enforce(&ll, &err) < 0)
-    fail(sync_fd, err);
-  if (c->seccomp_stacked && !p->no_new_privileges && seccomp_program_load(c->seccomp_stacked, &err) < 0)
-    fail(sync_fd, err);
-  if (c->seccomp && !p->no_new_privileges) {
+  /* A NOTIFY filter: its own listener goes to linux.seccomp.listenerPath through the runtime,
+   * as init's did (runc does the same for exec'd processes), so loaded now, as in init. */
+  bool seccomp_early = c->seccomp && c->seccomp->notify;
+  if (seccomp_early) {
+    if (landlock_enforce(&ll, &err) < 0)
+      fail(sync_fd, err);
+    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
+      fail(sync_fd, err);
     int listener = seccomp_program_load(c->seccomp, &err);
     if (listener < 0)
       fail(sync_fd, err);
-    if (listener > 0)
-      close(listener); /* the container's agent already holds init's listener */
+    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
+    close(listener);
+    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
   }
-  if (user_switch(&p->user, &err) < 0 || caps_apply(&p->capabilities, &err) < 0)
+
+  /* The last steps (linux/last_steps.h) as in init; their failures still reach `exec` over the
+   * sync socket, which stays open until the program's execve (the runtime's EOF). */
+  struct last_steps ls;
+  last_steps_init(&ls, sync_fd, true);
+  struct last_steps_process lp = {
+      .process = p,
+      .cwd_as_user = !cwd_ok,
+      .filters = {seccomp_early ? NULL : c->seccomp_stacked, seccomp_early ? NULL : c->seccomp},
+      .keep_fds = {sync_fd},
+      .n_keep_fds = 1,
+      .landlock = seccomp_early ? NULL : &ll,
+  };
+  if (last_steps_for_process(&ls, &lp, &err) < 0)
     fail(sync_fd, err);
-  if (!cwd_ok && chdir(p->cwd) < 0) {
-    cm_error_set(&err, errno, "chdir to cwd \"%s\"", p->cwd);
-    fail(sync_fd, err);
-  }
-  /* A cwd outside the container's root is a leaked host directory (CVE-2024-21626 class). */
-  if (fds_verify_cwd_inside_root(&err) < 0)
-    fail(sync_fd, err);
-  if (p->no_new_privileges && no_new_privs_apply(&err) < 0)
-    fail(sync_fd, err);
-  if (p->no_new_privileges && landlock_enforce(&ll, &err) < 0)
-    fail(sync_fd, err);
-  if (c->seccomp_stacked && p->no_new_privileges && seccomp_program_load(c->seccomp_stacked, &err) < 0)
-    fail(sync_fd, err);
-  if (c->seccomp && p->no_new_privileges) {
-    int listener = seccomp_program_load(c->seccomp, &err);
-    if (listener < 0)
+  int keep[1 + LANDLOCK_MAX_LAYERS] = {sync_fd};
+  size_t n_keep = 1;
+  for (size_t i = 0; !seccomp_early && i < ll.n; i++)
+    keep[n_keep++] = ll.fds[i];
+  struct exec_trampoline trampoline = {.fd = -1};
+  if (!c->exec_direct) {
+    size_t len;
+    void *prog = last_steps_serialize(&ls, &len);
+    int rc = exec_trampoline_prepare(&trampoline, prog, len, &err);
+    free(prog);
+    if (rc < 0)
       fail(sync_fd, err);
-    if (listener > 0)
-      close(listener);
   }
-  /* Nothing of the runtime's reaches the process but the fds asked for (CVE-2024-21626 class).
-   * The sync socket is close-on-exec: the runtime sees EOF once execve succeeded. */
+  /* Nothing of the runtime's reaches the process but the fds asked for (CVE-2024-21626 class). */
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     fail(sync_fd, err);
   reset_signals();
   if (c->exec_direct)
-    execve(exe, p->args.items, envp);
-  else
-    exec_trampoline_exec(&trampoline, envp);
+    last_steps_exec_here(&ls, exe, p->args.items, envp);
+  exec_trampoline_exec(&trampoline, exe, p->args.items, keep, n_keep, envp);
   cm_error_set(&err, errno, "exec %s", exe);
   fail(sync_fd, err);
 }

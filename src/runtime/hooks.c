@@ -13,11 +13,12 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/log.h"
 
-static char *const empty_env[] = {NULL};
+extern char **environ;
 
 static int hook_run_one(const struct spec_hook *h, const char *kind_name, size_t index, const char *state_json,
-                        struct cm_error **err) {
+                        const struct hook_exec *how, struct cm_error **err) {
   int in[2];
   if (pipe2(in, O_CLOEXEC) < 0)
     return cm_error_set(err, errno, "%s hook %zu: pipe", kind_name, index);
@@ -37,8 +38,17 @@ static int hook_run_one(const struct spec_hook *h, const char *kind_name, size_t
     sigprocmask(SIG_SETMASK, &none, NULL);
     char *const argv0[] = {h->path, NULL};
     char *const *argv = h->args.count ? h->args.items : argv0;
-    char *const *envp = h->env.count ? h->env.items : empty_env;
-    execve(h->path, argv, envp);
+    /* Without `env`, the runtime's environment (runc and crun), or the process's for the hooks
+     * that run in the container (runc). */
+    char *const *envp = h->env.count ? h->env.items : how && how->default_env ? how->default_env : environ;
+    if (how && how->cwd && chdir(how->cwd) < 0) {
+      dprintf(STDERR_FILENO, "codemode: %s hook %zu: chdir %s: %s\n", kind_name, index, how->cwd, strerror(errno));
+      _exit(127);
+    }
+    if (how && how->exec)
+      how->exec(how->exec_arg, h->path, argv, envp);
+    else
+      execve(h->path, argv, envp);
     dprintf(STDERR_FILENO, "codemode: %s hook %zu: exec %s: %s\n", kind_name, index, h->path, strerror(errno));
     _exit(127);
   }
@@ -85,11 +95,20 @@ static int hook_run_one(const struct spec_hook *h, const char *kind_name, size_t
 }
 
 int hooks_run(const struct spec_hook_list *hooks, enum spec_hook_kind kind, const char *state_json,
-              struct cm_error **err) {
+              const struct hook_exec *how, struct cm_error **err) {
   const struct spec_hook_list *list = &hooks[kind];
   for (size_t i = 0; i < list->count; i++) {
-    if (hook_run_one(&list->items[i], spec_hook_kind_name(kind), i, state_json, err) < 0)
+    struct cm_error *one = NULL;
+    if (hook_run_one(&list->items[i], spec_hook_kind_name(kind), i, state_json, how, &one) == 0)
+      continue;
+    if (!how || !how->keep_going) {
+      *err = one;
       return -1;
+    }
+    /* The spec: the runtime MUST log a warning, and the remaining hooks and the lifecycle go on. */
+    cleanup_free char *msg = cm_error_format(one);
+    cm_warn("%s", msg);
+    cm_error_free(one);
   }
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "runtime/container.h"
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
+#include "runtime/notify_socket.h"
 #include "runtime/runtime.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
@@ -35,13 +36,10 @@ static void run_hooks_logged_from(const struct spec *s, const struct container *
   struct cm_error *err = NULL;
   if (s && s->hooks[kind].count) {
     cleanup_free char *json = state_oci_json(&o->st, status);
-    hooks_run(s->hooks, kind, json, &err);
-  }
-  if (err) {
-    /* poststart and poststop failures are warnings, by the spec. */
-    cleanup_free char *msg = cm_error_format(err);
-    cm_warn("%s", msg);
-    cm_error_free(err);
+    /* poststart and poststop failures are warnings, by the spec, and the next hooks still run.
+     * In the bundle directory, as runc runs them. */
+    struct hook_exec how = {.cwd = o->st.bundle, .keep_going = true};
+    hooks_run(s->hooks, kind, json, &how, &err);
   }
 }
 
@@ -63,7 +61,8 @@ int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_e
   if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
     return -1;
   int rc = -1;
-  int fd = -1;
+  int fd = -1, notify_sock = -1;
+  const char *notify_host = NULL;
   struct spec *s = NULL;
   switch (o.status) {
   case STATUS_CREATED: break;
@@ -72,6 +71,10 @@ int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_e
   case STATUS_CREATING: cm_error_set(err, 0, "cannot start a container that is still being created"); goto out;
   default: cm_error_set(err, 0, "cannot start an already running container"); goto out;
   }
+  /* NOTIFY_SOCKET: listen before the process can speak (notify_socket.h). */
+  notify_host = getenv("NOTIFY_SOCKET");
+  if (notify_host && (notify_sock = notify_socket_listen(o.dirfd, err)) < 0)
+    goto out;
   /* Non-blocking: if init died, there is no reader and open fails with ENXIO. */
   fd = openat(o.dirfd, "exec.fifo", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -99,7 +102,14 @@ out:
   if (fd >= 0)
     close(fd);
   spec_free(s);
+  pid_t init = o.st.pid;
   container_close(&o);
+  /* As runc, `start` returns once the container said READY (or died); unlocked meanwhile, so
+   * state, kill and the rest never wait for it. */
+  if (rc == 0 && notify_sock >= 0)
+    notify_socket_relay(notify_sock, notify_host, init, init);
+  if (notify_sock >= 0)
+    close(notify_sock);
   return rc;
 }
 

@@ -2,6 +2,7 @@
  * signal to init, proxy the terminal when process.terminal is set and no console socket was
  * given, wait, delete (unless --keep), and report init's exit status. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "linux/console.h"
 #include "runtime/foreground.h"
+#include "runtime/notify_socket.h"
 #include "runtime/runtime.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
@@ -45,7 +47,10 @@ bool foreground_pump(int from, int to) {
   return true;
 }
 
-int foreground_wait_and_forward(pid_t init, int sigfd, int master, int host_tty, int *exit_status) {
+/* notify_sock >= 0 (NOTIFY_SOCKET, notify_socket.h): relayed as it comes, until READY= went
+ * out with our pid as MAINPID: in the foreground we stay the service's main process (runc too). */
+static int wait_and_forward(pid_t init, int sigfd, int master, int host_tty, int notify_sock,
+                            const char *notify_host, int *exit_status) {
   bool stdin_open = master >= 0, master_open = master >= 0;
   bool raw = false, interrupted = false;
   struct termios saved;
@@ -56,13 +61,16 @@ int foreground_wait_and_forward(pid_t init, int sigfd, int master, int host_tty,
   int status = 0;
   bool exited = false;
   while (!exited || master_open) {
-    struct pollfd fds[3] = {
+    struct pollfd fds[4] = {
         {.fd = sigfd, .events = POLLIN},
         {.fd = master_open ? master : -1, .events = POLLIN},
         {.fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN},
+        {.fd = notify_sock, .events = POLLIN},
     };
     /* After init exited, only drain what the pty still holds. */
-    int r = poll(fds, exited ? 2 : 3, exited ? 100 : -1);
+    int r = poll(fds, exited ? 2 : 4, exited ? 100 : -1);
+    if (!exited && (fds[3].revents & POLLIN) && notify_socket_handle(notify_sock, notify_host, getpid()))
+      notify_sock = -1;
     if (r < 0 && errno != EINTR)
       break;
     if (r == 0 && exited)
@@ -107,6 +115,10 @@ int foreground_wait_and_forward(pid_t init, int sigfd, int master, int host_tty,
   return 0;
 }
 
+int foreground_wait_and_forward(pid_t init, int sigfd, int master, int host_tty, int *exit_status) {
+  return wait_and_forward(init, sigfd, master, host_tty, -1, NULL, exit_status);
+}
+
 int runtime_run(const struct runtime_context *ctx, const struct create_options *opts, bool detach, bool keep,
                 int *exit_status, struct cm_error **err) {
   *exit_status = 0;
@@ -123,7 +135,7 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
   sigdelset(&all, SIGILL);
   sigprocmask(SIG_BLOCK, &all, &old);
   struct created_container c = {.pid = -1, .console_master = -1, .start_sock = -1};
-  int rc = -1;
+  int rc = -1, notify_sock = -1;
   cleanup_close int sigfd = -1, host_tty = -1;
   /* A terminal proxied to ours: there must be one, or the process would wait on its pty for
    * input nobody can type. Checked before anything is made (runc fails the same way). */
@@ -132,6 +144,20 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
     goto out;
   if (runtime_create(ctx, &o, &c, err) < 0)
     goto out;
+  /* NOTIFY_SOCKET (notify_socket.h): listening before the process may speak. */
+  const char *notify_host = getenv("NOTIFY_SOCKET");
+  if (notify_host) {
+    cleanup_free char *dir = state_dir_path(ctx->root, o.id);
+    cleanup_close int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    notify_sock = dirfd < 0 ? cm_error_set(err, errno, "open %s", dir) : notify_socket_listen(dirfd, err);
+  }
+  if (notify_sock == -1 && notify_host) {
+    close(c.start_sock);
+    struct cm_error *ignored = NULL;
+    runtime_delete(ctx, o.id, true, &ignored);
+    cm_error_freep(&ignored);
+    goto out;
+  }
   if (runtime_start_at_once(ctx, o.id, o.spec, c.start_sock, err) < 0) {
     struct cm_error *ignored = NULL;
     runtime_delete(ctx, o.id, true, &ignored);
@@ -139,6 +165,9 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
     goto out;
   }
   if (detach) {
+    /* As runc: `run --detach` returns once the container said READY (or died). */
+    if (notify_sock >= 0)
+      notify_socket_relay(notify_sock, notify_host, c.pid, c.pid);
     rc = 0;
     goto out;
   }
@@ -149,7 +178,7 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
   }
   /* The child may already have exited before the signalfd existed: its SIGCHLD is pending and
    * the signalfd reports it. */
-  foreground_wait_and_forward(c.pid, sigfd, c.console_master, host_tty, exit_status);
+  wait_and_forward(c.pid, sigfd, c.console_master, host_tty, notify_sock, notify_host, exit_status);
   rc = 0;
   if (!keep) {
     struct cm_error *derr = NULL;
@@ -164,6 +193,8 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
 out:
   if (c.console_master >= 0)
     close(c.console_master);
+  if (notify_sock >= 0)
+    close(notify_sock);
   sigprocmask(SIG_SETMASK, &old, NULL);
   return rc;
 }

@@ -1,5 +1,6 @@
 /* Typed getters over yajl trees; every error names the JSON path of the offending value. */
 #include "spec/json_util.h"
+#include "util/log.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -82,6 +83,17 @@ int jerr(struct jctx *c, struct cm_error **err, const char *fmt, ...) {
   cm_error_set(err, 0, "%s: %s: %s", c->label, c->len ? c->path : ".", msg);
   free(msg);
   return -1;
+}
+
+void jwarn(struct jctx *c, const char *fmt, ...) {
+  char *msg = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&msg, fmt, ap) < 0)
+    abort();
+  va_end(ap);
+  cm_warn("%s: %s: %s", c->label, c->len ? c->path : ".", msg);
+  free(msg);
 }
 
 char *read_whole_file(const char *path, size_t *len, struct cm_error **err) {

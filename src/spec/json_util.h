@@ -26,6 +26,9 @@ void jpop(struct jctx *c, size_t mark);
 /* Set "<label>: <path>: <fmt…>" with errnum 0; returns -1. */
 int jerr(struct jctx *c, struct cm_error **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Log "<label>: <path>: <fmt…>" as a warning (cm_warn): for what runc also only warns about. */
+void jwarn(struct jctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Read a whole file; on failure errno and "open <path>" / "read <path>". */
 char *read_whole_file(const char *path, size_t *len, struct cm_error **err);
 /* Parse text into a tree; on failure "<label>: invalid JSON: <yajl message>". */

@@ -11,6 +11,7 @@ enum option_kind {
   OPT_PROPAGATION, /* propagation change, applied with a separate mount(2) call */
   OPT_RRO,         /* recursive read-only via mount_setattr */
   OPT_IDMAP,       /* idmapped mount */
+  OPT_TMPCOPYUP,   /* runc/crun extension: copy the covered directory into the tmpfs */
   OPT_IGNORE,      /* accepted and dropped */
 };
 
@@ -58,16 +59,16 @@ static const struct mount_option {
     {"strictatime", OPT_SET, MS_STRICTATIME},
     {"suid", OPT_CLEAR, MS_NOSUID},
     {"sync", OPT_SET, MS_SYNCHRONOUS},
-    /* crun's "copy the image's content up into the tmpfs": not implemented; dropped rather than
-     * passed to the filesystem, which would reject it. */
-    {"tmpcopyup", OPT_IGNORE, 0},
+    /* runc's and crun's "copy the image's content up into the tmpfs" (linux/tmpfs_copyup.c);
+     * meaningless for other types, where runc ignores it too. */
+    {"tmpcopyup", OPT_TMPCOPYUP, 0},
     {"unbindable", OPT_PROPAGATION, MS_UNBINDABLE},
     {NULL, 0, 0},
 };
 
 /* What `features` advertises: the options we really apply (runc and containerd treat a listed
- * option as a promise). "rro" is applied by mount_setattr(AT_RECURSIVE) in linux/mounts.c;
- * "tmpcopyup" is dropped and "idmap"/"ridmap" refused, so they are not listed. */
+ * option as a promise). "rro" is applied by mount_setattr(AT_RECURSIVE) in linux/mounts.c,
+ * "tmpcopyup" by linux/tmpfs_copyup.c; "idmap"/"ridmap" are refused, so they are not listed. */
 const char *const spec_mount_option_names[] = {
     "async",      "atime",       "bind",     "defaults",    "dev",         "diratime",
     "dirsync",    "exec",        "lazytime", "loud",        "mand",        "noatime",
@@ -75,7 +76,7 @@ const char *const spec_mount_option_names[] = {
     "nosuid",     "nosymfollow", "private",  "rbind",       "relatime",    "remount",
     "ro",         "rprivate",    "rro",      "rshared",     "rslave",      "runbindable", "rw",
     "shared",     "silent",      "slave",    "strictatime", "suid",        "sync",
-    "unbindable", NULL,
+    "tmpcopyup",  "unbindable",  NULL,
 };
 
 static const struct mount_option *find_option(const char *name) {
@@ -87,7 +88,7 @@ static const struct mount_option *find_option(const char *name) {
 
 void spec_mount_decode_options(struct spec_mount *m) {
   m->flags = m->clear_flags = m->propagation = 0;
-  m->recursive_readonly = m->idmap = false;
+  m->recursive_readonly = m->idmap = m->tmpcopyup = false;
   free(m->data);
   m->data = NULL;
 
@@ -123,6 +124,7 @@ void spec_mount_decode_options(struct spec_mount *m) {
     case OPT_PROPAGATION: m->propagation = o->flag; break;
     case OPT_RRO: m->recursive_readonly = true; break;
     case OPT_IDMAP: m->idmap = true; break;
+    case OPT_TMPCOPYUP: m->tmpcopyup = true; break;
     case OPT_IGNORE: break;
     }
   }

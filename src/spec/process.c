@@ -129,11 +129,13 @@ static int cap_set_from_names(struct jctx *c, yajl_val obj, const char *key, uin
       if (*p >= 'a' && *p <= 'z')
         ok = false;
     if (!ok) {
+      /* runc and crun only warn (runtime-spec: a capability that cannot be granted SHOULD NOT
+       * fail the container), and Docker's newer capability lists reach older kernels: the name
+       * is ignored, which can only leave the process with less. */
       jpush_index(c, i);
-      jerr(c, err, "unknown capability \"%s\"", name);
+      jwarn(c, "unknown capability \"%s\" ignored", name);
       jpop(c, mark);
-      spec_strv_free(&names);
-      return -1;
+      continue;
     }
     *mask |= 1ULL << cap;
   }

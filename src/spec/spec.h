@@ -46,6 +46,7 @@ struct spec_mount {
   unsigned long propagation;       /* MS_SHARED/MS_SLAVE/MS_PRIVATE/MS_UNBINDABLE (| MS_REC) or 0 */
   bool recursive_readonly;         /* "rro" */
   bool idmap;                      /* "idmap"/"ridmap" (refused for now with a clear error) */
+  bool tmpcopyup;                  /* "tmpcopyup": a tmpfs gets the content of the directory it covers */
   char *data;                      /* unknown options joined by ',' for mount(2) data, or NULL */
   struct spec_id_mapping *uid_mappings, *gid_mappings;
   size_t n_uid_mappings, n_gid_mappings;

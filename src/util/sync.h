@@ -20,8 +20,10 @@ enum sync_msg_type {
   SYNC_READY,            /* init → parent: set up, waiting for start */
   SYNC_SECCOMP_NOTIFY_FD, /* init → parent: the seccomp listener fd */
   SYNC_START,             /* parent → init (create_options.start_at_once): exec the process now */
-  SYNC_EGRESS_SOCKET      /* init → parent: a socket for the egress broker (linux/egress_sockets.h);
+  SYNC_EGRESS_SOCKET,     /* init → parent: a socket for the egress broker (linux/egress_sockets.h);
                            * value = role | port << 8 */
+  SYNC_MOUNT_SOURCES,     /* stage1 → parent: open my bind sources; parent → stage1: all sent */
+  SYNC_MOUNT_SOURCE       /* parent → stage1: value = index in mounts[], the source's O_PATH fd */
 };
 
 struct sync_msg {

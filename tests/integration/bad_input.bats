@@ -227,12 +227,6 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
   bad_config '.process.user.gid = "0"' '\.process\.user\.gid' 'integer|number'
 }
 
-@test "bad input: unknown capability" {
-  oracle_pending cap-unknown-warns
-  bad_config '.process.capabilities.bounding += ["CAP_NOT_A_CAP"]' \
-    '\.process\.capabilities\.bounding' 'CAP_NOT_A_CAP|unknown'
-}
-
 @test "bad input: unknown rlimit" {
   bad_config '.process.rlimits = [{type: "RLIMIT_BOGUS", soft: 1, hard: 1}]' \
     '\.process\.rlimits\[0\]' 'RLIMIT_BOGUS|unknown'

@@ -55,10 +55,6 @@ expect_config_error() {
 @test "process.env not an array" { expect_config_error '.process.env = "PATH=/bin"' process.env; }
 @test "process.rlimits unknown type" { expect_config_error '.process.rlimits = [{type: "RLIMIT_BOGUS", soft: 1, hard: 1}]' process.rlimits; }
 @test "process.rlimits soft above hard" { expect_config_error '.process.rlimits = [{type: "RLIMIT_NOFILE", soft: 10, hard: 5}]' process.rlimits; }
-@test "process.capabilities unknown name" {
-  oracle_pending cap-unknown-warns
-  expect_config_error '.process.capabilities.bounding += ["CAP_NOT_A_CAP"]' process.capabilities.bounding
-}
 @test "root missing" { expect_config_error 'del(.root)' root; }
 @test "root.path does not exist" { expect_config_error '.root.path = "no-such-rootfs"' root.path; }
 @test "mounts[] not an object" { expect_config_error '.mounts += ["oops"]' 'mounts[7]'; }

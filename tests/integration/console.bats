@@ -176,3 +176,27 @@ wait_receiver() {
     [ -z "$(cm list -q)" ]
   fi
 }
+
+# runc 1.1.5 with this bundle, run in the foreground under a pty: exactly these bytes (the
+# container's pty turns each \n into \r\n once; nothing added, nothing lost), and the pty belongs
+# to the process user (runc chowns it; issue 14: it stayed root's).
+@test "a foreground run with a terminal gives runc's bytes, and the pty belongs to the process user" {
+  bundle_set_terminal "$BUNDLE" true
+  set_cfg '.process.user = {uid: 1000, gid: 1000}'
+  set_args sh -c 'printf "a\tb\nline2\n"; stat -c "%u" "$(tty)"'
+  timeout 30 "$CM_HELPER_DIR/ptyrun" "$CODEMODE" --root "$ROOT" run -b "$BUNDLE" "$CID" >"$TEST_DIR/bytes" 2>&1 </dev/null 3>&-
+  od -c "$TEST_DIR/bytes"
+  printf 'a\tb\r\nline2\r\n1000\r\n' >"$TEST_DIR/want"
+  cmp "$TEST_DIR/bytes" "$TEST_DIR/want"
+}
+
+# runc 1.1.5 on this bundle: a non-root process can reopen /dev/stdout when it is a pipe (runc
+# chowns its stdio pipes to the process user; nginx and others log that way).
+@test "a non-root process can reopen its stdout pipe through /dev/stdout" {
+  set_cfg '.process.user = {uid: 1000, gid: 1000}'
+  set_args sh -c 'echo through-dev-stdout >/dev/stdout'
+  run cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$output" = through-dev-stdout ]
+}

@@ -160,3 +160,86 @@ SH
     [[ "$stderr" == *hooks.prestart* ]]
   fi
 }
+
+# runc 1.1.5 on this bundle: the hook is uid 1000 with no capabilities left after its execve, the
+# config's bounding set, NoNewPrivs 1, Seccomp 2, in the process's cwd, with the process's
+# environment and the state "created" on stdin. Issue 21: it ran as root with every capability.
+@test "startContainer hooks run as the process would: its user, caps, no_new_privs, seccomp, cwd, env" {
+  mkdir -p "$TEST_DIR/hookout"
+  chmod 0777 "$TEST_DIR/hookout"
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/hookout" '{destination: "/hookout", source: $s, options: ["bind"]}')"
+  set_cfg '.process.user = {uid: 1000, gid: 1000} | .process.cwd = "/hookout" | .process.env += ["HOOKPROBE=from-process"]
+    | .linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW", architectures: ["SCMP_ARCH_X86_64"],
+                        syscalls: [{names: ["mkdirat", "mkdir"], action: "SCMP_ACT_ERRNO"}]}
+    | .hooks.startContainer = [{path: "/bin/sh", args: ["sh", "-c",
+        "{ grep -E \"^(Uid|CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):\" /proc/self/status; echo cwd=$(pwd); echo env=$HOOKPROBE; cat; } >/hookout/start"]}]'
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  output=$(cat "$TEST_DIR/hookout/start")
+  echo "$output"
+  [ "$(awk '$1 == "Uid:" {print $2 $3 $4 $5}' <<<"$output")" = 1000100010001000 ]
+  [ "$(awk '$1 == "CapEff:" {print $2}' <<<"$output")" = 0000000000000000 ]
+  [ "$(awk '$1 == "CapPrm:" {print $2}' <<<"$output")" = 0000000000000000 ]
+  [ "$(awk '$1 == "CapBnd:" {print $2}' <<<"$output")" = 0000000020000420 ]
+  [ "$(awk '$1 == "NoNewPrivs:" {print $2}' <<<"$output")" = 1 ]
+  [ "$(awk '$1 == "Seccomp:" {print $2}' <<<"$output")" = 2 ]
+  [[ $output == *cwd=/hookout* ]]
+  [[ $output == *env=from-process* ]]
+  [[ $output == *'"status":"created"'* ]]
+}
+
+# runc 1.1.5 on this bundle: cwd is the rootfs directory, the environment is the process's
+# (PATH, TERM…), not the runtime's.
+@test "createContainer hooks run in the rootfs directory with the process's environment" {
+  cat >"$TEST_DIR/cwdhook.sh" <<'SH'
+#!/bin/sh
+{ echo "cwd=$(pwd)"; env | sort; } >"$1"
+SH
+  chmod +x "$TEST_DIR/cwdhook.sh"
+  set_cfg '.process.env += ["HOOKPROBE=from-process"] | .hooks.createContainer = [{path: $p, args: ["cwdhook", $o]}]' \
+    --arg p "$TEST_DIR/cwdhook.sh" --arg o "$TEST_DIR/cc.out"
+  CM_RUNTIME_ONLY=runtime-env run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  cat "$TEST_DIR/cc.out"
+  grep -qx "cwd=$(cd "$BUNDLE/rootfs" && pwd -P)" "$TEST_DIR/cc.out"
+  grep -qx 'HOOKPROBE=from-process' "$TEST_DIR/cc.out"
+  ! grep -q '^CM_RUNTIME_ONLY=' "$TEST_DIR/cc.out"
+}
+
+# runc 1.1.5 (and crun) on this bundle: a hook without "env" gets the runtime's environment
+# and runs in the bundle directory. Issue 14: it got an empty environment.
+@test "runtime-side hooks without env get the runtime's environment, in the bundle directory" {
+  cat >"$TEST_DIR/envhook.sh" <<'SH'
+#!/bin/sh
+{ echo "cwd=$(pwd)"; env | sort; } >"$1"
+SH
+  chmod +x "$TEST_DIR/envhook.sh"
+  set_cfg '.hooks.prestart = [{path: $p, args: ["envhook", ($o + ".prestart")]}]
+    | .hooks.poststop = [{path: $p, args: ["envhook", ($o + ".poststop")]}]' \
+    --arg p "$TEST_DIR/envhook.sh" --arg o "$TEST_DIR/env.out"
+  (cd / && CM_RUNTIME_ONLY=runtime-env run_cm run -b "$BUNDLE" "$CID")
+  local k
+  for k in prestart poststop; do
+    cat "$TEST_DIR/env.out.$k"
+    grep -qx 'CM_RUNTIME_ONLY=runtime-env' "$TEST_DIR/env.out.$k"
+    grep -qx "cwd=$(cd "$BUNDLE" && pwd -P)" "$TEST_DIR/env.out.$k"
+  done
+}
+
+# The runtime-spec: if a poststart (poststop) hook fails, the runtime MUST log a warning and the
+# remaining hooks and the lifecycle continue. runc 1.1.5 stops at the first failing hook (and
+# fails `run` for poststart).
+@test "a failing poststart or poststop hook is logged and the next hooks of its phase still run" {
+  codemode_only hooks-keep-going
+  write_host_hook
+  set_cfg '.hooks.poststart = [{path: "/bin/sh", args: ["sh", "-c", "exit 3"]}, $ps]
+    | .hooks.poststop = [{path: "/bin/sh", args: ["sh", "-c", "exit 4"]}, $pst]' \
+    --argjson ps "$(hook_json poststart)" --argjson pst "$(hook_json poststop)"
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [[ $stderr == *warn*poststart*"exit status 3"* ]]
+  [[ $stderr == *warn*poststop*"exit status 4"* ]]
+  [ -e "$TEST_DIR/hookout/poststart.json" ]
+  [ -e "$TEST_DIR/hookout/poststop.json" ]
+  [ -z "$(cm list -q)" ]
+}

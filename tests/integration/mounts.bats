@@ -87,6 +87,54 @@ mounts_of() {
   [ "${lines[2]}" = full ]
 }
 
+# runc 1.1.5 on this bundle: the tmpfs root gets the covered directory's mode, setuid and setgid
+# bits included, and that mode wins over a mode= option. A tmpfs on a new directory keeps 1777.
+@test "a tmpfs over an existing directory keeps its mode, setuid/setgid included" {
+  mkdir -p "$BUNDLE/rootfs/sgid" "$BUNDLE/rootfs/suid"
+  chmod 2775 "$BUNDLE/rootfs/sgid"
+  chmod 4750 "$BUNDLE/rootfs/suid"
+  bundle_add_mount "$BUNDLE" '{"destination": "/sgid", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]}'
+  bundle_add_mount "$BUNDLE" '{"destination": "/suid", "type": "tmpfs", "source": "tmpfs", "options": ["mode=0700"]}'
+  bundle_add_mount "$BUNDLE" '{"destination": "/cm-new-tmpfs", "type": "tmpfs", "source": "tmpfs"}'
+  set_args stat -c "%n %a" /sgid /suid /cm-new-tmpfs
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "/sgid 2775" ]
+  [ "${lines[1]}" = "/suid 4750" ]
+  [ "${lines[2]}" = "/cm-new-tmpfs 1777" ]
+}
+
+# runc 1.1.5 on this bundle: "tmpcopyup" copies the covered directory's files, subdirectories and
+# symlinks, with their modes and owners, into the tmpfs (podman's default for /etc, /var/tmp...).
+# Issue 14: the option was silently dropped (an empty tmpfs).
+@test "tmpcopyup copies the covered directory into the tmpfs" {
+  local d=$BUNDLE/rootfs/cu
+  mkdir -p "$d/sub"
+  echo content >"$d/f"
+  chmod 0640 "$d/f"
+  ln -s f "$d/link"
+  echo deep >"$d/sub/g"
+  chown -R 1000:1001 "$d/sub"
+  chmod 0711 "$d"
+  bundle_add_mount "$BUNDLE" '{"destination": "/cu", "type": "tmpfs", "source": "tmpfs", "options": ["tmpcopyup"]}'
+  set_args sh -c 'grep -c " /cu tmpfs " /proc/self/mounts; stat -c "%n %a %u:%g" /cu /cu/f /cu/sub /cu/sub/g; readlink /cu/link; cat /cu/f /cu/sub/g; echo new >/cu/written && cat /cu/written'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 1 ]
+  [ "${lines[1]}" = "/cu 711 0:0" ]
+  [ "${lines[2]}" = "/cu/f 640 0:0" ]
+  [ "${lines[3]}" = "/cu/sub 755 1000:1001" ]
+  [ "${lines[4]}" = "/cu/sub/g 644 1000:1001" ]
+  [ "${lines[5]}" = f ]
+  [ "${lines[6]}" = content ]
+  [ "${lines[7]}" = deep ]
+  [ "${lines[8]}" = new ]
+  # The image's own directory is untouched.
+  [ ! -e "$d/written" ]
+}
+
 @test "proc, sysfs (ro), devpts, mqueue and /dev/shm are mounted with their types" {
   set_args cat /proc/self/mounts
   run cm run -b "$BUNDLE" "$CID"
@@ -172,6 +220,63 @@ mounts_of() {
   run_cm run -b "$BUNDLE" "$CID"
   [ ! -e "$TEST_DIR/cmtest-evil" ]
   [ ! -e /cmtest-evil ]
+}
+
+# runc 1.1.5 on this bundle: the node is made where the config says (the spec puts no limit on
+# linux.devices[].path). Issue 14: refused ("not under /dev").
+@test "linux.devices may put a node anywhere in the container" {
+  set_cfg '.linux.devices = [{path: "/cmtest-devs/null2", type: "c", major: 1, minor: 3, fileMode: 438}]'
+  set_args stat -c "%F %t:%T %a" /cmtest-devs/null2
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$stdout" = "character special file 1:3 666" ]
+}
+
+# runc 1.1.5 on this bundle (user namespace, /dev/full listed as Docker lists it): /dev/full is the
+# host's node, bound once. Issue 14: "remove /dev/full: Device or resource busy".
+@test "a linux.devices entry repeating a default device works in a user namespace" {
+  bundle_add_namespace "$BUNDLE" user
+  set_cfg '.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+           | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+           | .linux.devices = [{path: "/dev/full", type: "c", major: 1, minor: 7, fileMode: 438, uid: 0, gid: 0}]'
+  chown -R 100000:100000 "$BUNDLE/rootfs"
+  local d=$BUNDLE
+  while [ "$d" != / ]; do
+    chmod o+x "$d"
+    d=$(dirname "$d")
+  done
+  set_args stat -c "%F %t:%T" /dev/full /dev/null
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "character special file 1:7" ]
+  [ "${lines[1]}" = "character special file 1:3" ]
+}
+
+# runc 1.1.5 on this bundle: the file is read through the bind mount. The namespace's root
+# (host uid 100000) cannot search the 0700 root-owned parent; runc opens the source as the
+# host's root first. Issue 14: "open source: Permission denied".
+@test "in a user namespace, a bind source below a directory the mapped root cannot search works" {
+  bundle_add_namespace "$BUNDLE" user
+  set_cfg '.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+           | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]'
+  chown -R 100000:100000 "$BUNDLE/rootfs"
+  local d=$BUNDLE
+  while [ "$d" != / ]; do
+    chmod o+x "$d"
+    d=$(dirname "$d")
+  done
+  mkdir -p "$TEST_DIR/private/shared"
+  echo through-the-bind >"$TEST_DIR/private/shared/file"
+  chmod 0700 "$TEST_DIR/private"
+  chmod 0755 "$TEST_DIR/private/shared"
+  bundle_add_mount "$BUNDLE" "$(jq -n --arg s "$TEST_DIR/private/shared" '{destination: "/data", source: $s, options: ["bind", "ro"]}')"
+  set_args cat /data/file
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$stdout" = through-the-bind ]
 }
 
 @test "rootfsPropagation private: container mounts do not reach the host" {

@@ -171,3 +171,89 @@ userns_bundle() {
   [ "$status" -eq 0 ]
   [ "$output" != "$(readlink /proc/self/ns/cgroup)" ]
 }
+
+# runc 1.1.5 on this bundle: the hostname is set in the joined namespace (the holder sees it).
+# Issue 14: refused ("needs a new uts namespace").
+@test "hostname with a uts namespace joined by path is set there" {
+  unshare --uts sleep 1000 3>&- &
+  local holder=$!
+  bg_track "$holder"
+  sleep 0.2
+  bundle_add_namespace "$BUNDLE" uts "/proc/$holder/ns/uts"
+  set_cfg '.hostname = "cm-joined-uts"'
+  set_args hostname
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$stdout" = cm-joined-uts ]
+  [ "$(nsenter -t "$holder" -u hostname)" = cm-joined-uts ]
+  [ "$(hostname)" != cm-joined-uts ]
+}
+
+# runc 1.1.5 on this bundle: inside the joined mount namespace the rootfs is set up and pivoted
+# into as usual (the process sees the bundle's rootfs, its /proc and tmpfs mounts). Issue 21: the
+# process ran on the host's root file system.
+@test "a mount namespace joined by path still gets the full rootfs setup" {
+  unshare --mount --propagation private sleep 1000 3>&- &
+  local holder=$!
+  bg_track "$holder"
+  sleep 0.2
+  : >"$BUNDLE/rootfs/cm-rootfs-marker"
+  bundle_add_namespace "$BUNDLE" mount "/proc/$holder/ns/mnt"
+  set_args sh -c 'ls /cm-rootfs-marker && grep -c " / /proc " /proc/self/mountinfo && readlink /proc/self/ns/mnt'
+  local before
+  before=$(mounts_under "$TEST_DIR")
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = /cm-rootfs-marker ]
+  [ "${lines[1]}" -ge 1 ]
+  [ "${lines[2]}" = "$(readlink "/proc/$holder/ns/mnt")" ]
+  # It all happened in the holder's namespace, none of it in ours.
+  [ "$(mounts_under "$TEST_DIR")" = "$before" ]
+}
+
+# The runtime-spec: a namespace type not in linux.namespaces is inherited from the runtime. As
+# runc 1.1.5 does, the process is in the runtime's mount namespace, chrooted into the rootfs (it
+# sees the rootfs's files, not the host's). Issue 14: refused ("a mount namespace is required").
+@test "without a mount namespace the container inherits the runtime's, chrooted into the rootfs" {
+  codemode_only starts-without-proc
+  echo host-side >"$TEST_DIR/host-file"
+  echo rootfs-side >"$BUNDLE/rootfs/cm-rootfs-marker"
+  bundle_remove_namespace "$BUNDLE" mount
+  set_cfg '.mounts = [] | .linux.maskedPaths = [] | .linux.readonlyPaths = [] | .root.readonly = false'
+  set_args sh -c 'cat /cm-rootfs-marker; cat "$0" 2>/dev/null || echo no-host-file' "$TEST_DIR/host-file"
+  local before
+  before=$(md5sum </proc/self/mountinfo)
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = rootfs-side ]
+  [ "${lines[1]}" = no-host-file ]
+  # In our mount namespace, and nothing mounted in it.
+  set_args sleep 1000
+  run_cm run -d --pid-file "$TEST_DIR/pid" -b "$BUNDLE" "$CID-2"
+  [ "$status" -eq 0 ]
+  [ "$(readlink "/proc/$(cat "$TEST_DIR/pid")/ns/mnt")" = "$(readlink /proc/self/ns/mnt)" ]
+  [ "$(md5sum </proc/self/mountinfo)" = "$before" ]
+}
+
+# runc 1.1.5 on this bundle: "unable to restrict sys entries without a private MNT namespace".
+@test "without a mount namespace, maskedPaths and readonlyPaths are refused" {
+  bundle_remove_namespace "$BUNDLE" mount
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ $stderr == *"restrict sys entries without a private"* ]]
+}
+
+# Mounts there would be made in the runtime's own mount namespace, the host's.
+@test "without a mount namespace, mounts are refused and nothing is mounted" {
+  codemode_only no-mntns-mounts
+  bundle_remove_namespace "$BUNDLE" mount
+  set_cfg '.linux.maskedPaths = [] | .linux.readonlyPaths = []'
+  local before
+  before=$(md5sum </proc/self/mountinfo)
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ $stderr == *".mounts: needs a mount namespace"* ]]
+  [ "$(md5sum </proc/self/mountinfo)" = "$before" ]
+}

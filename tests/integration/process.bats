@@ -132,14 +132,17 @@ load ../lib/helpers
   [[ "$output" == *$'CapAmb:\t0000000000000000'* ]]
 }
 
-@test "capabilities the kernel refuses fail the process with the reason, 127" {
-  oracle_pending caps-failure-status
+# runc 1.1.5 on this bundle: `run` itself fails ("unable to apply caps"), status 1, nothing left:
+# the sets are applied before the exec fifo. Issue 14: the process failed with 127 instead.
+@test "capabilities the kernel refuses fail create itself, with the reason" {
   set_cfg '.process.capabilities = {bounding: ["CAP_CHOWN"], effective: ["CAP_CHOWN", "CAP_SYS_ADMIN"],
                                     permitted: ["CAP_CHOWN"]}'
   set_args true
   run_cm run -b "$BUNDLE" "$CID"
-  [ "$status" -eq 127 ]
-  [[ "$stderr" == *"effective lists capabilities that are not in permitted"* ]]
+  [ "$status" -eq 1 ]
+  if codemode_part error-wording; then
+    [[ "$stderr" == *"effective lists capabilities that are not in permitted"* ]]
+  fi
   [ -z "$(cm list -q)" ]
 }
 

@@ -22,10 +22,10 @@
 
 #include "linux/caps.h"
 #include "linux/fds.h"
+#include "linux/last_steps.h"
 #include "linux/seccomp.h"
 #include "linux/security_attrs.h"
 #include "linux/sysctl.h"
-#include "linux/user.h"
 #include "test_linux_child.h"
 
 #define BIT(c) (1ULL << (c))
@@ -325,11 +325,27 @@ static void test_seccomp_notify_returns_listener(void **state) {
   free_rules(&sc);
 }
 
+/* The process's last steps (linux/last_steps.h: bounding set, user, capability sets), run in
+ * place as the runtime runs them from its sealed copy. */
+static int apply_process(const struct spec_capabilities *caps, uint32_t uid, bool nnp,
+                         const struct seccomp_program *filter, struct cm_error **err) {
+  struct spec_process p = {.capabilities = *caps, .user = {.uid = uid, .gid = uid}, .cwd = "/",
+                           .no_new_privileges = nnp};
+  struct last_steps_process lp = {.process = &p, .filters = {NULL, filter}};
+  struct last_steps ls;
+  last_steps_init(&ls, 2, false);
+  int rc = last_steps_for_process(&ls, &lp, err);
+  if (rc == 0)
+    rc = last_steps_run_here(&ls, err);
+  last_steps_free(&ls);
+  return rc;
+}
+
 /* Without no_new_privs and without CAP_SYS_ADMIN the kernel refuses the filter. */
 static int load_unprivileged_child(void *arg) {
   struct seccomp_program *prog = arg;
   struct spec_capabilities none = {.present = true, .bounding = BIT(CAP_SETPCAP)};
-  CHILD_OK(caps_apply(&none, &err));
+  CHILD_OK(apply_process(&none, 0, false, NULL, &err));
   CHILD_FAILS_WITH(seccomp_program_load(prog, &err), "no_new_privs or CAP_SYS_ADMIN");
   return 0;
 }
@@ -395,12 +411,8 @@ struct caps_case {
 
 static int caps_child(void *arg) {
   struct caps_case *c = arg;
-  if (c->uid != 0) {
-    struct spec_user u = {.uid = c->uid, .gid = c->uid};
-    CHILD_OK(user_switch(&u, &err));
-    CHILD_CHECK(getuid() == c->uid && geteuid() == c->uid);
-  }
-  CHILD_OK(caps_apply(&c->spec, &err));
+  CHILD_OK(apply_process(&c->spec, c->uid, false, NULL, &err));
+  CHILD_CHECK(getuid() == c->uid && geteuid() == c->uid);
   CHILD_CHECK_SETS(c->want);
   CHILD_CHECK(prctl(PR_GET_KEEPCAPS, 0, 0, 0, 0) == 0);
   return 0;
@@ -474,12 +486,50 @@ static void test_caps_unknown_bits_ignored(void **state) {
 static int caps_inheritable_outside_bounding_child(void *arg) {
   struct spec_capabilities c = {
       .present = true, .bounding = BIT(CAP_KILL), .permitted = BIT(CAP_KILL), .inheritable = BIT(CAP_CHOWN)};
-  CHILD_FAILS_WITH(caps_apply(&c, &err), "set permitted/effective/inheritable");
+  CHILD_FAILS_WITH(apply_process(&c, 0, false, NULL, &err), "set permitted/effective/inheritable");
   return 0;
 }
 
 static void test_caps_inheritable_outside_bounding_refused(void **state) {
   assert_int_equal(run_in_child(caps_inheritable_outside_bounding_child, NULL), 0);
+}
+
+/* The filters are the last steps: loaded for a non-root user without no_new_privs and without
+ * CAP_SYS_ADMIN in its sets (it is kept effective for the load, then dropped by one capset), and
+ * with no_new_privs after everything else. Either way the process ends filtered, with exactly
+ * its sets. */
+struct filtered_case {
+  struct seccomp_program *prog;
+  bool nnp;
+};
+
+static int filtered_child(void *arg) {
+  struct filtered_case *c = arg;
+  struct spec_capabilities caps = {.present = true, .bounding = BIT(CAP_KILL), .permitted = BIT(CAP_KILL),
+                                   .effective = BIT(CAP_KILL)};
+  CHILD_OK(apply_process(&caps, 1000, c->nnp, c->prog, &err));
+  struct utsname u;
+  errno = 0;
+  CHILD_CHECK(uname(&u) == -1 && errno == 42);
+  CHILD_CHECK(getuid() == 1000);
+  CHILD_CHECK(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == (c->nnp ? 1 : 0));
+  struct cap_sets want = {.prm = BIT(CAP_KILL), .eff = BIT(CAP_KILL), .bnd = BIT(CAP_KILL)};
+  CHILD_CHECK_SETS(want);
+  return 0;
+}
+
+static void test_seccomp_last_with_and_without_nnp(void **state) {
+  struct spec_seccomp_syscall rules[] = {rule("uname", SPEC_SECCOMP_ERRNO, 42, NULL, 0)};
+  struct spec_seccomp sc = {
+      .present = true, .default_action = SPEC_SECCOMP_ALLOW, .syscalls = rules, .n_syscalls = 1};
+  struct seccomp_program prog;
+  struct cm_error *err = NULL;
+  assert_int_equal(seccomp_compile(&sc, &prog, &err), 0);
+  struct filtered_case with = {&prog, true}, without = {&prog, false};
+  assert_int_equal(run_in_child(filtered_child, &with), 0);
+  assert_int_equal(run_in_child(filtered_child, &without), 0);
+  seccomp_program_free(&prog);
+  free_rules(&sc);
 }
 
 /* ---- sysctl ---------------------------------------------------------------------------- */
@@ -636,7 +686,7 @@ static int procfs_overmount_child(void *arg) {
                                 .bounding = BIT(CAP_SETPCAP),
                                 .permitted = BIT(CAP_SETPCAP),
                                 .effective = BIT(CAP_SETPCAP)};
-  CHILD_OK(caps_apply(&c, &err));
+  CHILD_OK(apply_process(&c, 0, false, NULL, &err));
   CHILD_FAILS_WITH(sysctl_apply(&l, &err), "something is mounted over it");
   return 0;
 }
@@ -663,7 +713,7 @@ static int fake_proc_child(void *arg) {
                                 .bounding = BIT(CAP_SETPCAP),
                                 .permitted = BIT(CAP_SETPCAP),
                                 .effective = BIT(CAP_SETPCAP)};
-  CHILD_OK(caps_apply(&c, &err));
+  CHILD_OK(apply_process(&c, 0, false, NULL, &err));
   CHILD_FAILS_WITH(procfs_open("sys/kernel/ostype", O_RDONLY, &err), "/proc is not a procfs");
   return 0;
 }
@@ -804,6 +854,7 @@ int main(void) {
       cmocka_unit_test(test_seccomp_refusals),
       cmocka_unit_test(test_seccomp_notify_returns_listener),
       cmocka_unit_test(test_seccomp_needs_nnp_or_sys_admin),
+      cmocka_unit_test(test_seccomp_last_with_and_without_nnp),
       cmocka_unit_test(test_caps_root_exact_sets),
       cmocka_unit_test(test_caps_absent_means_none),
       cmocka_unit_test(test_caps_ambient),

@@ -1,4 +1,5 @@
-/* linux/user.c: groups, gid, uid and umask switched with capabilities kept. In forked children. */
+/* linux/user.c: groups, gid, uid and umask switched with capabilities kept, as last steps run in
+ * place (linux/last_steps.h). In forked children. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,8 +13,20 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
+#include "linux/last_steps.h"
 #include "linux/user.h"
 #include "test_linux_child.h"
+
+/* user.c's steps, run here as the last steps would run them. */
+static int user_switch(const struct spec_user *u, struct cm_error **err) {
+  struct last_steps ls;
+  last_steps_init(&ls, 2, false);
+  int rc = user_emit_switch(&ls, u, err);
+  if (rc == 0)
+    rc = last_steps_run_here(&ls, err);
+  last_steps_free(&ls);
+  return rc;
+}
 
 static int switch_child(void *arg) {
   uint32_t gids[] = {2000, 2001};

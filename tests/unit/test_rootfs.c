@@ -262,7 +262,7 @@ static void child_standard(const struct bundle *b, void *arg) {
   s.linux_.n_devices = 1;
 
   struct cm_error *err = NULL;
-  child_fail_on_error(rootfs_prepare(&s, b->rootfs, &err), err, "rootfs_prepare");
+  child_fail_on_error(rootfs_prepare(&s, b->rootfs, NULL, &err), err, "rootfs_prepare");
   child_fail_on_error(rootfs_pivot(b->rootfs, false, &err), err, "rootfs_pivot");
   child_fail_on_error(rootfs_finalize(&s, &err), err, "rootfs_finalize");
 
@@ -372,7 +372,7 @@ static void child_hostile_dev(const struct bundle *b, void *arg) {
   struct spec s = {.mounts = mounts, .n_mounts = 1, .process = &process, .has_linux = true};
   s.linux_.masked_paths = (struct spec_strv){masked, 1};
   struct cm_error *err = NULL;
-  child_fail_on_error(rootfs_prepare(&s, b->rootfs, &err), err, "rootfs_prepare");
+  child_fail_on_error(rootfs_prepare(&s, b->rootfs, NULL, &err), err, "rootfs_prepare");
   child_fail_on_error(rootfs_pivot(b->rootfs, false, &err), err, "rootfs_pivot");
   child_fail_on_error(rootfs_finalize(&s, &err), err, "rootfs_finalize");
   check_char_device("/dev/null", 1, 3);
@@ -427,7 +427,7 @@ static void child_expect_prepare_error(const struct bundle *b, void *arg) {
   };
   struct spec s = {.mounts = mounts, .n_mounts = 2};
   struct cm_error *err = NULL;
-  CHECK(rootfs_prepare(&s, b->rootfs, &err) < 0, "prepare succeeded");
+  CHECK(rootfs_prepare(&s, b->rootfs, NULL, &err) < 0, "prepare succeeded");
   CHECK(err && strstr(err->msg, expected), "error \"%s\" lacks \"%s\"", err ? err->msg : "", expected);
 }
 
@@ -450,7 +450,7 @@ static void child_fake_dev_null(const struct bundle *b, void *arg) {
   struct spec s = {.mounts = mounts, .n_mounts = 1, .has_linux = true};
   s.linux_.masked_paths = (struct spec_strv){masked, 1};
   struct cm_error *err = NULL;
-  child_fail_on_error(rootfs_prepare(&s, b->rootfs, &err), err, "rootfs_prepare");
+  child_fail_on_error(rootfs_prepare(&s, b->rootfs, NULL, &err), err, "rootfs_prepare");
   child_fail_on_error(rootfs_pivot(b->rootfs, false, &err), err, "rootfs_pivot");
   CHECK(rootfs_finalize(&s, &err) < 0, "finalize masked with a fake /dev/null");
   CHECK(strstr(err->msg, "not the null device"), "unexpected error %s", err->msg);
@@ -479,7 +479,7 @@ static void child_no_pivot(const struct bundle *b, void *arg) {
   };
   struct spec s = {.mounts = mounts, .n_mounts = 2};
   struct cm_error *err = NULL;
-  child_fail_on_error(rootfs_prepare(&s, b->rootfs, &err), err, "rootfs_prepare");
+  child_fail_on_error(rootfs_prepare(&s, b->rootfs, NULL, &err), err, "rootfs_prepare");
   child_fail_on_error(rootfs_pivot(b->rootfs, true, &err), err, "rootfs_pivot");
   child_fail_on_error(rootfs_finalize(&s, &err), err, "rootfs_finalize");
   CHECK(access("/" MARKER, F_OK) == 0, "not inside the rootfs");
@@ -503,7 +503,7 @@ static void child_rshared(const struct bundle *b, void *arg) {
   /* The rootfs on its own mount (as on an overlay), so "/" is not its parent mount. */
   CHECK(mount(b->rootfs, b->rootfs, NULL, MS_BIND, NULL) == 0, "bind rootfs");
   struct cm_error *err = NULL;
-  child_fail_on_error(rootfs_prepare(&s, b->rootfs, &err), err, "rootfs_prepare");
+  child_fail_on_error(rootfs_prepare(&s, b->rootfs, NULL, &err), err, "rootfs_prepare");
   child_fail_on_error(rootfs_pivot(b->rootfs, false, &err), err, "rootfs_pivot");
   child_fail_on_error(rootfs_finalize(&s, &err), err, "rootfs_finalize");
   FILE *mi = fopen("/proc/self/mountinfo", "r");
@@ -543,7 +543,7 @@ static void child_userns(const struct bundle *b, void *arg) {
     s.linux_.n_devices = 1;
   }
   struct cm_error *err = NULL;
-  child_fail_on_error(rootfs_prepare(&s, b->rootfs, &err), err, "rootfs_prepare");
+  child_fail_on_error(rootfs_prepare(&s, b->rootfs, NULL, &err), err, "rootfs_prepare");
   child_fail_on_error(rootfs_pivot(b->rootfs, false, &err), err, "rootfs_pivot");
   child_fail_on_error(rootfs_finalize(&s, &err), err, "rootfs_finalize");
   check_char_device("/dev/null", 1, 3);

@@ -32,6 +32,22 @@ static const char minimal_json[] =
     "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"rootfs\"},"
     "\"process\":{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"/\"}}";
 
+/* As runc and crun: an unknown capability name (a typo, a lowercase spelling, a number, one newer
+ * than libcap) is a warning and is left out; the known ones around it are kept. */
+static void test_unknown_capability_ignored(void **state) {
+  static const char json[] =
+      "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"rootfs\"},"
+      "\"process\":{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"/\","
+      "\"capabilities\":{\"bounding\":[\"CAP_KILL\",\"CAP_FOO\",\"CAP_CHOWN\"],"
+      "\"effective\":[\"cap_chown\"],\"permitted\":[\"CAP_12\",\"CAP_KILL\"]}}}";
+  struct spec *s = load_ok(json);
+  assert_true(s->process->capabilities.present);
+  assert_int_equal(s->process->capabilities.bounding, (1ULL << CAP_KILL) | (1ULL << CAP_CHOWN));
+  assert_int_equal(s->process->capabilities.effective, 0);
+  assert_int_equal(s->process->capabilities.permitted, 1ULL << CAP_KILL);
+  spec_free(s);
+}
+
 static void test_minimal(void **state) {
   struct spec *s = load_ok(minimal_json);
   assert_string_equal(s->oci_version, "1.0.0");
@@ -524,6 +540,7 @@ static void test_names(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_minimal),
+      cmocka_unit_test(test_unknown_capability_ignored),
       cmocka_unit_test(test_runc_default),
       cmocka_unit_test(test_full_process),
       cmocka_unit_test(test_full_mounts_hooks),

@@ -28,6 +28,9 @@
  *                               "refused: <errno>"
  *   hostile MARKER loginuid UID write UID to /proc/self/loginuid: "LOGINUID-SET" or
  *                               "refused: <errno>", then "loginuid <value>"
+ *   hostile MARKER syscall NR…  each raw syscall NR with zero arguments (1000: none yet; 435
+ *                               clone3 with a NULL, zero-sized argument: EINVAL when let through;
+ *                               439 faccessat2 of "/"); prints "syscall NR: ok|errno N"
  *
  * Every mode first checks that /MARKER exists and that MARKER looks like a test marker
  * (".codemode-hostile-test-*"): only a test bundle's rootfs has it, so if a runtime bug ran this
@@ -307,6 +310,23 @@ int main(int argc, char **argv) {
     fd = open("/proc/self/loginuid", O_RDONLY | O_CLOEXEC);
     ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
     printf("loginuid %s\n", n > 0 ? buf : "?");
+    return 0;
+  }
+  if (strcmp(mode, "syscall") == 0) {
+    for (int i = 3; i < argc; i++) {
+      long nr = strtol(argv[i], NULL, 10), r;
+      errno = 0;
+      if (nr == 435)
+        r = syscall(nr, NULL, 0);
+      else if (nr == 439)
+        r = syscall(nr, AT_FDCWD, "/", F_OK, 0);
+      else
+        r = syscall(nr, 0, 0, 0, 0, 0, 0);
+      if (r < 0)
+        printf("syscall %ld: errno %d\n", nr, errno);
+      else
+        printf("syscall %ld: ok\n", nr);
+    }
     return 0;
   }
   fprintf(stderr, "hostile: bad mode or arguments\n");
