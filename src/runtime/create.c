@@ -375,6 +375,10 @@ static void teardown(struct create_run *r) {
   }
 }
 
+int runtime_apply_profile_at_create(struct spec *s, struct cm_error **err) {
+  return net_enforce_loopback_only(&s->linux_.namespaces[SPEC_NS_NETWORK], err);
+}
+
 int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
                    struct created_container *out, struct cm_error **err) {
   if (container_id_validate(opts->id, err) < 0)
