@@ -267,7 +267,14 @@ $(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libcodemode.a $(LDLIBS)
 
-.PHONY: bench
+# Pod start through containerd's CRI, runc vs codemode as the RuntimeClass handler
+# (tests/cri/bench.sh): needs containerd, the CNI plugins and tests/cri's npm packages
+# (tests/cri/deps.sh), so it is a target of its own. CRI_BENCH_RUNS runs per handler, interleaved.
+CRI_BENCH_RUNS ?= 20
+bench-cri: all
+	CODEMODE=$(abspath $(B)/codemode) tests/cri/bench.sh $(CRI_BENCH_RUNS)
+
+.PHONY: bench bench-cri
 
 # Stress (tests/stress/run.sh; issue 8): STRESS_N containers in parallel × STRESS_R rounds of the
 # whole lifecycle, concurrent operations on one id, then no leaks. `make check` runs it small.

@@ -55,7 +55,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cri_images "$work" || { echo "Bail out! building the test images failed"; exit 1; }
+# CM_CRI_IMAGES: a directory with the images made already (tests/vm/run.sh makes them on the
+# host: building the pause program under TCG would take long).
+if [ -n "${CM_CRI_IMAGES:-}" ] && [ -s "$CM_CRI_IMAGES/pause.tar" ] && [ -s "$CM_CRI_IMAGES/busybox.tar" ]; then
+  mkdir -p "$work/images" && cp "$CM_CRI_IMAGES/pause.tar" "$CM_CRI_IMAGES/busybox.tar" "$work/images/"
+else
+  cri_images "$work" || { echo "Bail out! building the test images failed"; exit 1; }
+fi
 export CM_CRI_SYSTEMD=$systemd
 cri_enter "$work" "$systemd" timeout --kill-after=10 "${CM_CRI_TIMEOUT:-600}" node "$here/suite.mjs" "$what" |
   tee "$work/suite.tap"
