@@ -20,6 +20,9 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const unified = fs.existsSync('/sys/fs/cgroup/cgroup.controllers');
 let podSeq = 0;
+// CM_CRI_NETWORK=NODE: pods on the node's network unless a case asks otherwise (the VM's kernel
+// has no bridge or veth loaded, so no pod network there).
+const defaultNetwork = process.env.CM_CRI_NETWORK || 'POD';
 const livePods = new Map(); // pod id → its cgroup parent
 
 // The cgroup parent kubelet would give the pod: a directory of its own under cgroupfs, a slice
@@ -35,14 +38,14 @@ export function podConfig(opts = {}) {
   return {
     metadata: { name, uid: `uid-${env.tag}-${n}`, namespace: 'cm-cri', attempt: 0 },
     // kubelet leaves the hostname to the node for a pod on the node's network.
-    hostname: opts.network === 'NODE' ? '' : opts.hostname ?? name,
+    hostname: (opts.network || defaultNetwork) === 'NODE' ? '' : opts.hostname ?? name,
     log_directory: path.join(env.work, 'logs', `${name}-${n}`),
     labels: { 'cm.test': 'cri' },
     annotations: opts.annotations || {},
     linux: {
       cgroup_parent: opts.cgroupParent ?? cgroupParentFor(n),
       security_context: {
-        namespace_options: { network: opts.network || 'POD', pid: opts.pid || 'CONTAINER', ipc: opts.ipc || 'POD' },
+        namespace_options: { network: opts.network || defaultNetwork, pid: opts.pid || 'CONTAINER', ipc: opts.ipc || 'POD' },
         privileged: !!opts.privileged,
       },
     },
@@ -273,7 +276,15 @@ export async function compare(desc, handlers, fn, expect = () => []) {
     if (!isDeepStrictEqual(obs, ref)) problems.push(`${h} saw something else than ${refName}:`, `--- ${refName}`, show(ref), `--- ${h}`, show(obs));
   }
   for (const [h, obs] of seen) {
-    for (const p of expect(obs)) problems.push(`${h}: ${p}`);
+    if (obs && obs.error) {
+      problems.push(`${h}: ${obs.error}`);
+      continue;
+    }
+    try {
+      for (const p of expect(obs)) problems.push(`${h}: ${p}`);
+    } catch (e) {
+      problems.push(`${h}: ${e.message} (observed: ${JSON.stringify(obs)})`);
+    }
   }
   if (problems.length === 0) tapOk(`${desc} (${handlers.join(' = ')})`);
   else {

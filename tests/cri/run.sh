@@ -67,6 +67,10 @@ cri_enter "$work" "$systemd" timeout --kill-after=10 "${CM_CRI_TIMEOUT:-600}" no
   tee "$work/suite.tap"
 rc=${PIPESTATUS[0]}
 n=$(grep -cE '^(not )?ok [0-9]+' "$work/suite.tap")
+if [ "$rc" -ne 0 ] && ! grep -qE '^not ok [0-9]+' "$work/suite.tap"; then
+  n=$((n + 1))
+  echo "not ok $n - tests/cri/suite.mjs $what exited with status $rc (see above)"
+fi
 n=$((n + 1))
 if [ -s "$work/leftover.pids" ]; then
   echo "not ok $n - nothing of the pods runs once containerd has stopped: $(tr '\n' ' ' <"$work/leftover.pids")"

@@ -129,7 +129,13 @@ async function processCases() {
     const c = await runContainer(pod, { command: ['sleep', '1000'] });
     const e1 = await cri.Exec({ container_id: c.id, cmd: ['sh', '-c', 'read l; echo got:$l; echo e2 >&2; exit 4'], stdin: true, stdout: true, stderr: true });
     const plain = await execStream(e1.url, { stdin: 'hello\n' });
-    const e2 = await cri.Exec({ container_id: c.id, cmd: ['sh', '-c', 'tty; stty size; exit 5'], tty: true, stdin: true, stdout: true });
+    // The size comes with the client's first resize message, which the shim applies to the pty
+    // while the process may already run (as with kubectl exec -t): wait for it.
+    const e2 = await cri.Exec({
+      container_id: c.id,
+      cmd: ['sh', '-c', 'tty; for i in $(seq 50); do s=$(stty size 2>/dev/null) && [ "$s" != "0 0" ] && break; sleep 0.1; done; echo $s; exit 5'],
+      tty: true, stdin: true, stdout: true,
+    });
     const tty = await execStream(e2.url, { tty: true, stdin: '' });
     return {
       plain: { stdout: plain.stdout, stderr: plain.stderr, exitCode: plain.exitCode },
@@ -157,7 +163,9 @@ async function processCases() {
       const c = await runContainer(pod, { name, command, resources });
       if (signal) process.kill(await containerPid(c), signal); // from the node, as the OOM killer does
       const st = await waitExited(c);
-      out[name] = { state: st.state, exitCode: st.exit_code, reason: st.reason, ran: st.started_at > 0 && st.finished_at >= st.started_at };
+      // Both times set. Not their order: containerd stamps started_at when the runtime's start
+      // has returned, and a `true` may be gone by then (finished_at, from the shim, is earlier).
+      out[name] = { state: st.state, exitCode: st.exit_code, reason: st.reason, ran: st.started_at > 0 && st.finished_at > 0 };
     }
     const c = await createContainer(pod, { name: 'missing', command: ['no-such-command'] });
     const err = await errText(cri.StartContainer({ container_id: c.id }));
