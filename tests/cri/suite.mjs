@@ -226,7 +226,7 @@ async function processCases() {
 function cgroupShape(pid, controller, ids) {
   let p = cgroupPath(pid, controller);
   for (const [id, name] of ids) p = p.split(id).join(name);
-  return p.replace(env.tag, 'TAG');
+  return p.split(env.tag).join('TAG');
 }
 
 async function resourceCases() {
@@ -274,6 +274,10 @@ async function resourceCases() {
     obs.leftAfterRemove = [fs.existsSync(pauseDir), fs.existsSync(containerDir), ...busy];
     return obs;
   }, (o) => [
+    ...want(env.systemd
+      ? o.pause === '/cmtestTAG.slice/cmtestTAG-lvl.slice/cri-containerd-SANDBOX.scope' && o.container === '/cmtestTAG.slice/cmtestTAG-lvl.slice/cri-containerd-CONTAINER.scope'
+      : o.pause === '/cm-test-TAG-cri/lvl/SANDBOX' && o.container === '/cm-test-TAG-cri/lvl/CONTAINER',
+    `cgroups of the pause container ${o.pause} and the container ${o.container}`),
     ...want(o.containerLimits && o.containerLimits.memory === String(64 * MiB), `container limit ${JSON.stringify(o.containerLimits)}`),
     ...want(env.systemd || o.podLimit === String(256 * MiB), `the pod's own limit is kept: ${o.podLimit}`),
     ...want(o.leftAfterRemove && o.leftAfterRemove.length === 2 && !o.leftAfterRemove[0] && !o.leftAfterRemove[1], 'the pause and container cgroups go with the pod'),
