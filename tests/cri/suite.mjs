@@ -129,11 +129,12 @@ async function processCases() {
     const c = await runContainer(pod, { command: ['sleep', '1000'] });
     const e1 = await cri.Exec({ container_id: c.id, cmd: ['sh', '-c', 'read l; echo got:$l; echo e2 >&2; exit 4'], stdin: true, stdout: true, stderr: true });
     const plain = await execStream(e1.url, { stdin: 'hello\n' });
-    // The size comes with the client's first resize message, which the shim applies to the pty
-    // while the process may already run (as with kubectl exec -t): wait for it.
+    // The size comes with the client's first resize message, which containerd applies to the
+    // pty once the process runs (as with kubectl exec -t; busybox stty prints nothing for a 0x0
+    // terminal): wait for it.
     const e2 = await cri.Exec({
       container_id: c.id,
-      cmd: ['sh', '-c', 'tty; for i in $(seq 50); do s=$(stty size 2>/dev/null) && [ "$s" != "0 0" ] && break; sleep 0.1; done; echo $s; exit 5'],
+      cmd: ['sh', '-c', 'tty; for i in $(seq 50); do s=$(stty size 2>/dev/null) && [ -n "$s" ] && break; sleep 0.1; done; echo $s; exit 5'],
       tty: true, stdin: true, stdout: true,
     });
     const tty = await execStream(e2.url, { tty: true, stdin: '' });
