@@ -81,6 +81,25 @@ async function podCases() {
     };
   }, (o) => want(o.c1SharesPause && o.c2SharesPause && o.pid1 === '/pause' && o.processes.join('|') === '/pause |sleep 1001 |sleep 1002 ', `pid 1 is /pause and each sees the other: ${JSON.stringify(o)}`));
 
+  // The shim keeps the runtime's log of each container (its --log) in the task's bundle dir.
+  const runtimeLog = (id) => {
+    try {
+      return fs.readFileSync(`/run/containerd/io.containerd.runtime.v2.task/k8s.io/${id}/log.json`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  await check('codemode: a container that joins the pod\'s pid namespace is created from the sealed copy of the runtime; one with its own is not', async () => {
+    const pod = await runPod('codemode', { pid: 'POD' });
+    const shared = await runContainer(pod, { name: 'shared', command: ['sleep', '1000'], security: { namespace_options: { network: 'POD', pid: 'POD', ipc: 'POD' } } });
+    const own = await runContainer(pod, { name: 'own', command: ['sleep', '1000'], security: { namespace_options: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } } });
+    const sealed = (id) => runtimeLog(id).includes('running from the sealed copy of the runtime');
+    return [
+      ...want(sealed(shared.id), `the shared-pid container's runtime log: ${runtimeLog(shared.id) || '(empty)'}`),
+      ...want(!sealed(own.id), `the own-pid container's runtime log: ${runtimeLog(own.id)}`),
+    ];
+  });
+
   await compare('hostNetwork, hostPID, hostIPC: the pod uses the node\'s namespaces', H, async (h) => {
     const pod = await runPod(h, { network: 'NODE', pid: 'NODE', ipc: 'NODE' });
     const node = { namespace_options: { network: 'NODE', pid: 'NODE', ipc: 'NODE' } };
