@@ -5,7 +5,7 @@
 // each run, untimed. Medians and the ratio, for a pod on the pod network (CNI bridge, as a real
 // pod) and on the node's network (no CNI: the runtimes' share is larger).
 //   node bench.mjs RUNS
-import { cri, runPod, runContainer, removePod } from './lib.mjs';
+import { cri, runPod, runContainer, removePod, removeLivePods } from './lib.mjs';
 
 const runs = Number(process.argv[2] || 20);
 const handlers = ['runc', 'codemode'];
@@ -29,7 +29,14 @@ for (const network of ['POD', 'NODE']) {
   const times = Object.fromEntries(handlers.map((h) => [h, []]));
   for (const h of handlers) await podStart(h, network); // warm: images unpacked, shims' binaries cached
   for (let i = 0; i < runs; i++) {
-    for (const h of i % 2 ? [...handlers].reverse() : handlers) times[h].push(await podStart(h, network));
+    for (const h of i % 2 ? [...handlers].reverse() : handlers) {
+      try {
+        times[h].push(await podStart(h, network));
+      } catch (e) {
+        console.log(`# ${h}: run ${i + 1} failed (not counted): ${e.message}`);
+        await removeLivePods();
+      }
+    }
   }
   const m = Object.fromEntries(handlers.map((h) => [h, median(times[h])]));
   rows.push({ what: network === 'POD' ? 'pod start, pod network (CNI bridge)' : 'pod start, node network', ...m });
