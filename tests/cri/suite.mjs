@@ -16,6 +16,17 @@ const only = process.argv[2] || 'all';
 const MiB = 1024 * 1024;
 const shimRoot = '/run/containerd/runc/k8s.io';
 const cmdline = (pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+// The program once it runs: a start returns when the runtime has let the process go, which may
+// still be the runtime's own code for a moment (runc's "runc init" reads its fifo, then execs).
+async function programOf(pid, want, timeoutMs = 5000) {
+  const end = Date.now() + timeoutMs;
+  let c = cmdline(pid);
+  while (c !== want && Date.now() < end) {
+    await sleep(20);
+    c = cmdline(pid);
+  }
+  return c;
+}
 const alive = (pid) => fs.existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
 const errText = async (p) => {
   try {
@@ -39,7 +50,7 @@ async function podCases() {
       ipOnPodNetwork: /^10\.213\.0\.\d+$/.test(st.network.ip),
       handler: st.runtime_handler === h,
       listed: !!listed && listed.state,
-      pause: cmdline(pid),
+      pause: await programOf(pid, '/pause'),
       netnsIsNodes: nsOf(pid, 'net') === ourNs('net'),
       runtimeState: fs.existsSync(path.join(shimRoot, pod.id)),
     };
