@@ -363,7 +363,7 @@ async function mcpCases() {
     return p;
   });
 
-  await check('run.codemode.* pod annotations reach the runtime (pod_annotations): run.codemode.profile=mcp hardens a codemode pod; nothing loosens codemode-mcp', async () => {
+  await check('run.codemode.* pod annotations reach the runtime (pod_annotations): run.codemode.profile=mcp hardens a codemode pod, run.codemode.landlock.deny denies a path, nothing loosens codemode-mcp', async () => {
     const p = [];
     const plain = await runPod('codemode');
     const pc = await runContainer(plain, { command: ['sleep', '1000'] });
@@ -378,6 +378,13 @@ async function mcpCases() {
     const spec = (await containerStatus(c)).runtimeSpec || {};
     const a = spec.annotations || {};
     p.push(...want(a['run.codemode.cm-test'] === 'passed-through' && !('example.com/other' in a), `annotations in the container's config: ${JSON.stringify(a)}`));
+
+    // Landlock's annotation through the same pass-through: a denied path is unreadable, under
+    // the plain handler too (man codemode-profiles, "Denied paths").
+    const ll = await runPod('codemode', { annotations: { 'run.codemode.landlock.deny': '["/etc/passwd"]' } });
+    const llc = await runContainer(ll, { command: ['sleep', '1000'] });
+    const denied = await execSync(llc, ['sh', '-c', 'cat /etc/passwd >/dev/null 2>&1 && echo read || echo denied; cat /etc/group >/dev/null && echo group-read']);
+    p.push(...want(denied.stdout === 'denied\ngroup-read\n', `run.codemode.landlock.deny ["/etc/passwd"]: ${JSON.stringify(denied)}`));
 
     const loose = await runPod('codemode-mcp', { annotations: { 'run.codemode.profile': 'default' } });
     const lc = await runContainer(loose, { command: ['sleep', '1000'] });
