@@ -186,14 +186,19 @@ cri_stop() {
 }
 
 cri_enter() {
-  local work=$1 systemd=$2
+  local work=$1 systemd=$2 made= rc=0
   shift 2
-  [ -d /run/containerd ] || mkdir -p /run/containerd
+  # The mount point of the private tmpfs; an empty directory made here goes again afterwards.
+  if [ ! -d /run/containerd ]; then
+    mkdir /run/containerd && made=1
+  fi
   unshare --mount --net -- bash -c '
     . "$1/tests/cri/cri.bash"
     work=$2 systemd=$3
     shift 3
-    cri_inside "$work" "$systemd" "$@"' cri-ns "$CM_REPO" "$work" "$systemd" "$@"
+    cri_inside "$work" "$systemd" "$@"' cri-ns "$CM_REPO" "$work" "$systemd" "$@" || rc=$?
+  [ -z "$made" ] || rmdir /run/containerd 2>/dev/null
+  return $rc
 }
 
 # cgroups the pods left behind (rmdir only: an empty directory or nothing).
