@@ -189,7 +189,9 @@ async function processCases() {
       ['zero', ['true']],
       ['seven', ['sh', '-c', 'exit 7']],
       ['killed', ['sleep', '1000'], undefined, 'SIGKILL'],
-      ['oom', ['sh', '-c', 'x=a; while :; do x=$x$x; done'], { memory_limit_in_bytes: 32 * MiB, memory_swap_limit_in_bytes: 32 * MiB }],
+      // After a second: the shim watches the cgroup for OOM events only once the task runs, and
+      // an OOM kill before that is reported as a plain Error (seen with runc as with codemode).
+      ['oom', ['sh', '-c', 'sleep 1; x=a; while :; do x=$x$x; done'], { memory_limit_in_bytes: 32 * MiB, memory_swap_limit_in_bytes: 32 * MiB }],
     ]) {
       const c = await runContainer(pod, { name, command, resources });
       if (signal) process.kill(await containerPid(c), signal); // from the node, as the OOM killer does
