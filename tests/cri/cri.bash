@@ -177,6 +177,18 @@ cri_stop() {
     echo "${p#/proc/}" >>"$work/leftover.pids"
     kill -KILL "${p#/proc/}" 2>/dev/null
   done
+  # The pods' own processes have mount namespaces of their own, but their cgroups are named
+  # after this run (cgroupParentFor in lib.mjs): a pod left behind by a failed case, and its
+  # shim killed above, leaves them running otherwise.
+  local tag=${CM_RUN_TAG:-}
+  if [ -n "$tag" ]; then
+    for p in /proc/[0-9]*; do
+      grep -qE "/cm-test-$tag-cri/|/cmtest$tag[.-]" "$p/cgroup" 2>/dev/null || continue
+      cri_log "a pod's process left running: ${p#/proc/} $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
+      echo "${p#/proc/}" >>"$work/leftover.pids"
+      kill -KILL "${p#/proc/}" 2>/dev/null
+    done
+  fi
   local m
   while read -r m; do
     umount -l "$m" 2>/dev/null
@@ -201,11 +213,13 @@ cri_enter() {
   return $rc
 }
 
-# cgroups the pods left behind (rmdir only: an empty directory or nothing).
+# cgroups the pods left behind, printed, and removed deepest first (rmdir: only what is empty).
 cri_cgroup_leftovers() {
-  local tag=$1 d
-  find /sys/fs/cgroup -mindepth 1 -maxdepth 8 -type d -name "*$tag*" 2>/dev/null | sort -r | while read -r d; do
-    echo "$d"
-    rmdir "$d" 2>/dev/null
+  local tag=$1 top d
+  find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d -name "*$tag*" 2>/dev/null | while read -r top; do
+    find "$top" -depth -type d 2>/dev/null | while read -r d; do
+      echo "$d"
+      rmdir "$d" 2>/dev/null
+    done
   done
 }
