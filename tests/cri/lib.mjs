@@ -91,7 +91,7 @@ export async function removeLivePods() {
       await cri.StopPodSandbox({ pod_sandbox_id: id });
       await cri.RemovePodSandbox({ pod_sandbox_id: id });
     } catch (e) {
-      console.log(`# cleanup of pod ${id}: ${e.message}`);
+      if (e.code !== 5) console.log(`# cleanup of pod ${id}: ${e.message}`); // 5: NOT_FOUND, the case removed it
     }
     for (const b of removePodCgroup(parent)) console.log(`# cgroup left by pod ${id}: ${b}`);
     livePods.delete(id);
