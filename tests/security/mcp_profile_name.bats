@@ -5,6 +5,7 @@
 # take away.
 
 load ../lib/helpers
+codemode_only_file mcp-profile
 
 # cm_as NAME ARGS…: codemode run through a link called NAME, with the test's --root.
 cm_as() {
