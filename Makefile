@@ -70,7 +70,8 @@ CLI_OBJS  := $(CLI_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image $(B)/codemode-broker $(B)/codemode-broker-tls.so
+all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image $(B)/codemode-broker $(B)/codemode-broker-tls.so \
+     $(B)/codemode-mcp
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -84,6 +85,11 @@ $(B)/libcodemode.a: $(LIB_OBJS)
 
 $(B)/codemode: $(CLI_OBJS) $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) $(BIN_LDFLAGS) -o $@ $(CLI_OBJS) $(B)/libcodemode.a $(LDLIBS)
+
+# codemode-mcp: a link to codemode; the name selects the mcp profile (src/cli/main.c), for
+# engines that can only name a binary (containerd's BinaryName, a Kubernetes RuntimeClass).
+$(B)/codemode-mcp: $(B)/codemode
+	@ln -sfn codemode $@
 
 # codemode-run (issue 6): the standalone launcher, its flags (src/cli/run_standalone.c) on top of
 # the library, whose src/supervisor/ part runs the container's life.
@@ -187,6 +193,7 @@ install: all
 	install -D -m 0755 $(B)/codemode-image $(DESTDIR)$(BINDIR)/codemode-image
 	install -D -m 0755 $(B)/codemode-broker $(DESTDIR)$(LIBEXECDIR)/codemode-broker
 	install -D -m 0644 $(B)/codemode-broker-tls.so $(DESTDIR)$(LIBEXECDIR)/codemode-broker-tls.so
+	ln -sfn codemode $(DESTDIR)$(BINDIR)/codemode-mcp
 	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; \
 	  s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 	@for p in seccomp-profiles/*.json; do [ -e "$$p" ] || continue; \
@@ -260,7 +267,14 @@ $(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libcodemode.a $(LDLIBS)
 
-.PHONY: bench
+# Pod start through containerd's CRI, runc vs codemode as the RuntimeClass handler
+# (tests/cri/bench.sh): needs containerd, the CNI plugins and tests/cri's npm packages
+# (tests/cri/deps.sh), so it is a target of its own. CRI_BENCH_RUNS runs per handler, interleaved.
+CRI_BENCH_RUNS ?= 20
+bench-cri: all
+	CODEMODE=$(abspath $(B)/codemode) tests/cri/bench.sh $(CRI_BENCH_RUNS)
+
+.PHONY: bench bench-cri
 
 # Stress (tests/stress/run.sh; issue 8): STRESS_N containers in parallel × STRESS_R rounds of the
 # whole lifecycle, concurrent operations on one id, then no leaks. `make check` runs it small.

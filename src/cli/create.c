@@ -18,8 +18,10 @@ int cmd_create(struct cli_globals *g, int argc, char **argv) {
     return r < 0 ? 1 : 0;
   struct cm_error *err = NULL;
   struct cli_policy pol;
-  if (cli_policy_prepare(g, &o, &pol, &err) < 0)
+  if (cli_policy_prepare(g, &o, &pol, &err) < 0 || runtime_apply_profile_at_create(pol.spec, &err) < 0) {
+    cli_policy_free(&pol);
     return cli_fail(err);
+  }
   int rc = runtime_create(&g->ctx, &o, NULL, &err);
   cli_policy_free(&pol);
   return rc < 0 ? cli_fail(err) : 0;

@@ -44,7 +44,8 @@ static const char usage[] =
     "  --systemd-cgroup          use the systemd cgroup driver\n"
     "  --cgroup-manager cgroupfs|systemd|disabled\n"
     "  --profile NAME            hardening profile: default, mcp, mcp-audit (codemode-profiles(5));\n"
-    "                            `codemode policy explain` shows what it changes\n"
+    "                            `codemode policy explain` shows what it changes; run as\n"
+    "                            codemode-mcp (a link to codemode), mcp is the least it gets\n"
     "  --allow-host HOST[:PORT]  egress allowlist (repeatable): the container may reach HOST\n"
     "                            (port 443 by default; *.DOMAIN: its subdomains) through a\n"
     "                            per-container broker; nothing allowed: loopback only\n"
@@ -99,6 +100,22 @@ static const struct {
     {"pause", cmd_pause},       {"resume", cmd_resume}, {"ps", cmd_ps},     {"update", cmd_update},
     {"events", cmd_events}, {"pull", cmd_pull},         {"images", cmd_images}, {"rmi", cmd_rmi},
 };
+
+/* The profile a program name selects: installed (or linked) as codemode-mcp, the binary is the
+ * mcp runtime. This is how an engine that cannot pass runtime arguments reaches the profile:
+ * containerd's runc shim (a Kubernetes RuntimeClass handler) has only BinaryName, and it uses
+ * that path, as argv[0], for every command it runs (create, start, exec, kill, delete…), as
+ * Docker, podman and `ctr --runc-binary` do. No wrapper process, nothing in the environment or
+ * the config (which the pod's author writes) that could drop it. NULL: the plain name. */
+static const char *profile_from_program_name(const char *argv0) {
+  const char *base = argv0 ? strrchr(argv0, '/') : NULL;
+  base = base ? base + 1 : argv0;
+  if (base && strcmp(base, "codemode-mcp") == 0)
+    return "mcp";
+  if (base && strcmp(base, "codemode-mcp-audit") == 0)
+    return "mcp-audit";
+  return NULL;
+}
 
 static void print_version(void) {
   printf("codemode version %s\nspec: %s\n", CODEMODE_VERSION, SPEC_OCI_VERSION);
@@ -204,6 +221,18 @@ int main(int argc, char **argv) {
               argv[optind - 1]);
       return 1;
     }
+  }
+  /* The name sets a floor: --profile may ask for more, never for less (the stricter wins). */
+  const char *named = profile_from_program_name(argv[0]);
+  if (named) {
+    enum policy_profile by_name, by_flag = POLICY_PROFILE_DEFAULT;
+    struct cm_error *perr = NULL;
+    if (policy_profile_from_name(named, &by_name, &perr) < 0)
+      return cli_fail(perr);
+    if (g.profile)
+      (void)policy_profile_from_name(g.profile, &by_flag, NULL); /* checked when parsed */
+    if (by_name > by_flag)
+      g.profile = named;
   }
   if (g.ctx.root[0] != '/') {
     fprintf(stderr, "codemode: --root: \"%s\" must be an absolute path\n", g.ctx.root);

@@ -22,8 +22,10 @@ int cmd_run(struct cli_globals *g, int argc, char **argv) {
   struct cm_error *err = NULL;
   int status = 0;
   struct cli_policy pol;
-  if (cli_policy_prepare(g, &o, &pol, &err) < 0)
+  if (cli_policy_prepare(g, &o, &pol, &err) < 0 || runtime_apply_profile_at_create(pol.spec, &err) < 0) {
+    cli_policy_free(&pol);
     return cli_fail(err);
+  }
   int rc = runtime_run(&g->ctx, &o, rf.detach, rf.keep, &status, &err);
   cli_policy_free(&pol);
   return rc < 0 ? cli_fail(err) : status;

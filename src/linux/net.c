@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <net/if.h> /* before linux/ headers: glibc and uapi both define struct ifreq */
 #include <linux/rtnetlink.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/log.h"
 
 /* One RTM_NEWLINK for "lo" by name, IFF_UP in ifi_change so nothing else is touched, and its
  * ACK. Plain rtnetlink, no library: the message is 40 bytes, and a library linked in is one more
@@ -104,4 +106,100 @@ int net_loopback_up_in(pid_t pid, struct cm_error **err) {
   }
   close(ours);
   return rc;
+}
+
+/* The interfaces of the network namespace at `path`, other than lo, as "a b c" in `names`:
+ * an rtnetlink socket made inside that namespace (a socket keeps the namespace it was made
+ * in) and one RTM_GETLINK dump, read from our own namespace. Returns their number. */
+static int foreign_links(const char *path, char *names, size_t size, struct cm_error **err) {
+  names[0] = '\0';
+  cleanup_close int ours = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (ours < 0)
+    return cm_error_set(err, errno, "open our network namespace");
+  cleanup_close int theirs = open(path, O_RDONLY | O_CLOEXEC);
+  if (theirs < 0)
+    return cm_error_set(err, errno, "open %s", path);
+  if (setns(theirs, CLONE_NEWNET) < 0)
+    return cm_error_set(err, errno, "enter %s", path);
+  int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  int socket_errno = errno;
+  if (setns(ours, CLONE_NEWNET) < 0) {
+    /* The caller fails the create: nothing of the container may go on from here. */
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    return cm_error_set(err, e, "return to our network namespace from %s", path);
+  }
+  if (fd < 0)
+    return cm_error_set(err, socket_errno, "rtnetlink socket in %s", path);
+  cleanup_close int nl = fd;
+  struct {
+    struct nlmsghdr nh;
+    struct ifinfomsg ifi;
+  } req;
+  memset(&req, 0, sizeof(req));
+  uint32_t seq = (uint32_t)time(NULL);
+  req.nh.nlmsg_len = sizeof(req);
+  req.nh.nlmsg_type = RTM_GETLINK;
+  req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  req.nh.nlmsg_seq = seq;
+  req.ifi.ifi_family = AF_UNSPEC;
+  struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+  if (sendto(nl, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+    return cm_error_set(err, errno, "RTM_GETLINK in %s", path);
+  int count = 0;
+  size_t used = 0;
+  char buf[16384] __attribute__((aligned(NLMSG_ALIGNTO)));
+  for (;;) {
+    ssize_t n = recv(nl, buf, sizeof(buf), 0);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return cm_error_set(err, errno, "RTM_GETLINK in %s: receive", path);
+    }
+    size_t left = (size_t)n;
+    for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+      if (h->nlmsg_seq != seq)
+        continue;
+      if (h->nlmsg_type == NLMSG_DONE)
+        return count;
+      if (h->nlmsg_type == NLMSG_ERROR)
+        return cm_error_set(err, -((const struct nlmsgerr *)NLMSG_DATA(h))->error, "RTM_GETLINK in %s", path);
+      if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+        continue;
+      const struct ifinfomsg *ifi = NLMSG_DATA(h);
+      int attrs = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*ifi)));
+      for (const struct rtattr *a = IFLA_RTA(ifi); RTA_OK(a, attrs); a = RTA_NEXT(a, attrs)) {
+        if (a->rta_type != IFLA_IFNAME)
+          continue;
+        const char *name = RTA_DATA(a);
+        size_t len = strnlen(name, RTA_PAYLOAD(a));
+        if ((ifi->ifi_flags & IFF_LOOPBACK) && len == 2 && memcmp(name, "lo", 2) == 0)
+          break;
+        count++;
+        if (used + len + 2 < size) {
+          used += (size_t)snprintf(names + used, size - used, "%s%.*s", used ? " " : "", (int)len, name);
+        }
+        break;
+      }
+    }
+  }
+}
+
+int net_enforce_loopback_only(struct spec_namespace *ns, struct cm_error **err) {
+  if (!ns->loopback_only || ns->path == NULL)
+    return 0;
+  char names[256];
+  int n = foreign_links(ns->path, names, sizeof(names), err);
+  if (n < 0)
+    return cm_error_prefix(err, "linux.namespaces: network namespace %s (loopback only)", ns->path);
+  if (n == 0)
+    return 0;
+  /* The joined namespace has a way out (a CNI's eth0): the container gets a namespace of its
+   * own instead, with only lo. Processes that join this container's namespace later (the other
+   * containers of a pod join the pause container's) then share that one. */
+  cm_info("network namespace %s holds %s: the container gets a new one with loopback only", ns->path, names);
+  free(ns->path);
+  ns->path = NULL;
+  return 0;
 }

@@ -143,14 +143,25 @@ static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm
      * reach: refuse, rather than silently change what the caller asked for. */
     if (shares_host && (t == SPEC_NS_NETWORK || t == SPEC_NS_PID))
       return cm_error_set(err, EPERM,
-                          "linux.namespaces: the host %s namespace cannot be joined (use a new one)",
-                          spec_ns_name(t));
+                          "linux.namespaces: the host %s namespace cannot be joined (%s): the mcp "
+                          "profile needs a new one",
+                          spec_ns_name(t),
+                          t == SPEC_NS_NETWORK ? "Docker --network host, a Kubernetes hostNetwork pod"
+                                               : "Docker --pid host, a Kubernetes hostPID pod");
     if (shares_host && ns->path)
       return cm_error_set(err, EPERM, "linux.namespaces: joining the host %s namespace (%s) is refused",
                           spec_ns_name(t), ns->path);
     if (!ns->present) {
       ns->present = true;
       policy_report_add(r, "linux.namespaces: new %s namespace added", spec_ns_name(t));
+    }
+    /* Loopback only, also where an engine made the namespace: a Kubernetes pod's (CNI gave it
+     * an eth0) is joined only while it holds nothing but lo, else the container gets a new one
+     * (linux/net.c, at create). Refusing instead would leave no way to run a pod at all. */
+    if (t == SPEC_NS_NETWORK && ns->path) {
+      ns->loopback_only = true;
+      policy_report_add(r, "linux.namespaces: network %s joined only while it holds nothing but lo, "
+                           "else a new namespace (loopback only)", ns->path);
     }
   }
   return 0;
@@ -230,7 +241,31 @@ static bool standard_device(const struct spec_device *d) {
   return false;
 }
 
-static void tighten_devices(struct spec_linux *l, struct policy_report *r) {
+/* The device cgroup rules let every host device through: the last rule for all devices is an
+ * allow of rwm (Docker --privileged, a Kubernetes privileged container). -1: none does. */
+static ssize_t allow_all_devices_rule(const struct spec_resources *res) {
+  for (size_t i = res->n_devices; i-- > 0;) {
+    const struct spec_device_rule *d = &res->devices[i];
+    if (d->type != 'a' || d->major != -1 || d->minor != -1)
+      continue;
+    if (!d->allow)
+      return -1;
+    if (strchr(d->access, 'r') && strchr(d->access, 'w') && strchr(d->access, 'm'))
+      return (ssize_t)i;
+  }
+  return -1;
+}
+
+static int tighten_devices(struct spec_linux *l, struct policy_report *r, struct cm_error **err) {
+  /* A privileged container: what it asked for (every device, every capability, no masks) is the
+   * opposite of the profile, and silently giving it nothing would leave whoever asked unaware. */
+  ssize_t all = allow_all_devices_rule(&l->resources);
+  if (all >= 0)
+    return cm_error_set(err, EPERM,
+                        "linux.resources.devices[%zd]: allows every host device, as a privileged "
+                        "container does (Docker --privileged, a Kubernetes privileged securityContext): "
+                        "refused, run it without privileged",
+                        all);
   /* tun, fuse, kvm, block devices…: each one is a kernel driver the server could attack. */
   size_t kept = 0;
   for (size_t i = 0; i < l->n_devices; i++) {
@@ -259,6 +294,7 @@ static void tighten_devices(struct spec_linux *l, struct policy_report *r) {
     policy_report_add(r,
                       "linux.resources.devices: deny-all appended (only the standard devices stay usable)");
   }
+  return 0;
 }
 
 static void drop_sysctls(struct spec_linux *l, struct policy_report *r) {
@@ -427,7 +463,8 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
   /* The default config's masked and read-only sets, whatever the caller's config left out. */
   add_paths(&s->linux_.masked_paths, spec_default_masked_paths, "maskedPaths", r);
   add_paths(&s->linux_.readonly_paths, spec_default_readonly_paths, "readonlyPaths", r);
-  tighten_devices(&s->linux_, r);
+  if (tighten_devices(&s->linux_, r, err) < 0)
+    return -1;
   drop_sysctls(&s->linux_, r);
   tighten_resources(&s->linux_.resources, r);
   drop_unified(&s->linux_.resources, r);

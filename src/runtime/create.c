@@ -395,6 +395,10 @@ static int socket_activation_fds(void) {
   return n > 0 && n < 4096 ? (int)n : 0;
 }
 
+int runtime_apply_profile_at_create(struct spec *s, struct cm_error **err) {
+  return net_enforce_loopback_only(&s->linux_.namespaces[SPEC_NS_NETWORK], err);
+}
+
 int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
                    struct created_container *out, struct cm_error **err) {
   if (container_id_validate(opts->id, err) < 0)
@@ -447,6 +451,10 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   /* Running from a sealed copy (re-exec'd by the branch above, or started that way): the
    * trampoline would add nothing, and an exec from a sealed copy needs no procfs in the container. */
   bool exec_direct = sealed;
+  /* In the log file an engine keeps per container (the shim's log.json), so that which path a
+   * create took can be told afterwards; not on a terminal. */
+  if (sealed && cm_log_is_file())
+    cm_info("create: running from the sealed copy of the runtime (CVE-2019-5736)");
   /* Compiled before anything exists: a bad filter fails here, cleanly. */
   if (s->linux_.seccomp.present) {
     if (seccomp_compile_cached(&s->linux_.seccomp, SECCOMP_CACHE_DIR, &seccomp, err) < 0)

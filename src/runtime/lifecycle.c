@@ -173,7 +173,15 @@ int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, b
     /* --all still reaches what is left in the cgroup (processes that outlived init without a
      * pid namespace); nothing left, or no cgroup at all, is not an error (runc). */
     struct cm_error *kerr = NULL;
-    if (o.cgroup && cgroup_kill_all(o.cgroup, signo, &kerr) < 0 && kerr->errnum != ENOTSUP) {
+    /* Nothing left: the cgroup is not touched at all. containerd's shim kills --all once init
+     * has exited; under the systemd driver the scope is being stopped by then, and freezing or
+     * killing it made StopPodSandbox hang (tests/cri in the VM's systemd variant). */
+    pid_t *left = NULL;
+    size_t n_left = 0;
+    bool any = o.cgroup && cgroup_pids(o.cgroup, &left, &n_left, &kerr) == 0 && n_left > 0;
+    free(left);
+    cm_error_freep(&kerr);
+    if (any && cgroup_kill_all(o.cgroup, signo, &kerr) < 0 && kerr->errnum != ENOTSUP) {
       rc = -1;
       *err = kerr;
       kerr = NULL;

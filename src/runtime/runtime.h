@@ -54,6 +54,11 @@ struct created_container {
   int start_sock;     /* -1 unless start_at_once: the sync socket init waits on */
 };
 
+/* What a hardening profile leaves for create time, because it looks at the system and policy/
+ * only rewrites the config: a network namespace joined by path under "loopback only" is
+ * replaced by a new one when it holds other interfaces (linux/net.c). Before runtime_create or
+ * runtime_run, on the spec they get. */
+int runtime_apply_profile_at_create(struct spec *s, struct cm_error **err);
 int runtime_create(const struct runtime_context *ctx, const struct create_options *opts,
                    struct created_container *out, struct cm_error **err);
 int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_error **err);

@@ -145,6 +145,9 @@ enum spec_ns_type {
 struct spec_namespace {
   bool present; /* listed in linux.namespaces */
   char *path;   /* join this one; NULL: create a new one */
+  /* Not from the config: set by a profile for the network namespace. `path` is joined only
+   * while it holds nothing but lo, else a new one is made (linux/net.c). */
+  bool loopback_only;
 };
 
 struct spec_device { /* linux.devices */

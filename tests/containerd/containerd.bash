@@ -54,11 +54,14 @@ EOF
   ctrd_import_busybox
 }
 
-# An OCI image layout tarball: one gzip layer (the busybox rootfs), its config, a manifest and
-# an index naming it $CTR_IMAGE.
+# An OCI image layout tarball: one gzip layer (the rootfs), its config, a manifest and an index
+# naming it NAME (default $CTR_IMAGE). IMAGE_CONFIG: the image config's "config" object as JSON
+# (default: Cmd ["sh"], a PATH, WorkingDir /). tests/cri builds its images with it too.
+#   ctrd_make_oci_tar ROOTFS OUT [NAME [IMAGE_CONFIG]]
 ctrd_make_oci_tar() {
-  local rootfs=$1 out=$2 dir
-  dir=$(mktemp -d "$CTR_DIR/oci.XXXXXX")
+  local rootfs=$1 out=$2 name=${3:-$CTR_IMAGE} dir
+  local image_config=${4:-'{"Cmd": ["sh"], "Env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "WorkingDir": "/"}'}
+  dir=$(mktemp -d "${CTR_DIR:-${TMPDIR:-/tmp}}/oci.XXXXXX")
   mkdir -p "$dir/blobs/sha256"
   tar -C "$rootfs" --numeric-owner -cf "$dir/layer.tar" .
   local diff_id layer layer_size
@@ -68,9 +71,8 @@ ctrd_make_oci_tar() {
   layer_size=$(stat -c %s "$dir/layer.tgz")
   mv "$dir/layer.tgz" "$dir/blobs/sha256/$layer"
   rm "$dir/layer.tar"
-  jq -cn --arg d "sha256:$diff_id" '{architecture: "amd64", os: "linux",
-      config: {Cmd: ["sh"], Env: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], WorkingDir: "/"},
-      rootfs: {type: "layers", diff_ids: [$d]}}' >"$dir/config.json"
+  jq -cn --arg d "sha256:$diff_id" --argjson c "$image_config" '{architecture: "amd64", os: "linux",
+      config: $c, rootfs: {type: "layers", diff_ids: [$d]}}' >"$dir/config.json"
   local config config_size
   config=$(sha256sum "$dir/config.json" | cut -d' ' -f1)
   config_size=$(stat -c %s "$dir/config.json")
@@ -83,7 +85,7 @@ ctrd_make_oci_tar() {
   manifest=$(sha256sum "$dir/manifest.json" | cut -d' ' -f1)
   manifest_size=$(stat -c %s "$dir/manifest.json")
   mv "$dir/manifest.json" "$dir/blobs/sha256/$manifest"
-  jq -cn --arg m "sha256:$manifest" --argjson ms "$manifest_size" --arg name "$CTR_IMAGE" '{schemaVersion: 2,
+  jq -cn --arg m "sha256:$manifest" --argjson ms "$manifest_size" --arg name "$name" '{schemaVersion: 2,
       manifests: [{mediaType: "application/vnd.oci.image.manifest.v1+json", digest: $m, size: $ms,
                    platform: {architecture: "amd64", os: "linux"},
                    annotations: {"io.containerd.image.name": $name, "org.opencontainers.image.ref.name": "latest"}}]}' \

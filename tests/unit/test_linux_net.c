@@ -13,6 +13,9 @@
 #include <sys/socket.h>
 
 #include <sys/capability.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "linux/net.h"
 #include "test_linux_child.h"
@@ -75,10 +78,50 @@ static void test_loopback_error_has_errno(void **state) {
   assert_int_equal(run_in_child(loopback_denied_child, NULL), 0);
 }
 
+/* A profile's "loopback only" for a joined network namespace: one that holds a veth pair is
+ * dropped for a new one, one with only lo is kept, nothing happens unless asked. */
+static int loopback_only_child(void *arg) {
+  CHILD_CHECK(unshare(CLONE_NEWNET) == 0);
+  CHILD_CHECK(system("ip link add cmtest0 type veth peer name cmtest1 2>/dev/null") == 0);
+  int with_veth = open("/proc/thread-self/ns/net", O_RDONLY);
+  CHILD_CHECK(with_veth >= 0);
+  CHILD_CHECK(unshare(CLONE_NEWNET) == 0); /* now in one with only lo */
+  char veth_path[64];
+  snprintf(veth_path, sizeof(veth_path), "/proc/self/fd/%d", with_veth);
+
+  struct spec_namespace ns = {.present = true, .path = strdup("/proc/thread-self/ns/net"), .loopback_only = true};
+  CHILD_OK(net_enforce_loopback_only(&ns, &err));
+  CHILD_CHECK(ns.path != NULL);
+  free(ns.path);
+
+  ns = (struct spec_namespace){.present = true, .path = strdup(veth_path), .loopback_only = false};
+  CHILD_OK(net_enforce_loopback_only(&ns, &err));
+  CHILD_CHECK(ns.path != NULL);
+  ns.loopback_only = true;
+  CHILD_OK(net_enforce_loopback_only(&ns, &err));
+  CHILD_CHECK(ns.path == NULL);
+  /* Still in our own namespace afterwards: only lo here. */
+  CHILD_CHECK(if_nametoindex("cmtest0") == 0);
+
+  ns = (struct spec_namespace){.present = true, .path = strdup("/nonexistent/netns"), .loopback_only = true};
+  struct cm_error *e = NULL;
+  CHILD_CHECK(net_enforce_loopback_only(&ns, &e) < 0);
+  CHILD_CHECK(e && e->errnum == ENOENT && strstr(e->msg, "/nonexistent/netns"));
+  cm_error_free(e);
+  free(ns.path);
+  close(with_veth);
+  return 0;
+}
+
+static void test_loopback_only_namespace(void **state) {
+  assert_int_equal(run_in_child(loopback_only_child, NULL), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_loopback_up),
       cmocka_unit_test(test_loopback_error_has_errno),
+      cmocka_unit_test(test_loopback_only_namespace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

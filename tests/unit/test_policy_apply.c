@@ -454,6 +454,59 @@ static void test_apply_exec(void **state) {
   spec_process_free(p);
 }
 
+/* A privileged container's device rules (every device allowed) are refused, with the reason;
+ * an allow-all that a later deny-all overrides is not privileged. */
+static void test_mcp_refuses_privileged_devices(void **state) {
+  char *json = config_json("1024", "1024", "\"devices\":[{\"allow\":true,\"access\":\"rwm\"}]", NULL, NULL);
+  struct spec *s = load(json);
+  char *msg = apply_fails(s, POLICY_PROFILE_MCP);
+  assert_non_null(strstr(msg, "profile mcp"));
+  assert_non_null(strstr(msg, "linux.resources.devices[0]"));
+  assert_non_null(strstr(msg, "privileged"));
+  free(msg);
+  spec_free(s);
+  free(json);
+
+  json = config_json("1024", "1024",
+                     "\"devices\":[{\"allow\":true,\"access\":\"rwm\"},{\"allow\":false,\"access\":\"rwm\"},"
+                     "{\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":3,\"access\":\"rwm\"}]",
+                     NULL, NULL);
+  s = load(json);
+  struct policy_result r;
+  apply_ok(s, POLICY_PROFILE_MCP, &r);
+  policy_result_free(&r);
+  spec_free(s);
+  free(json);
+}
+
+/* A network namespace joined by path (a Kubernetes pod's) is marked loopback-only, and the
+ * report says so; the host's stays refused, with the Docker and Kubernetes words for it. */
+static void test_mcp_pod_network_namespace_is_loopback_only(void **state) {
+  char *json = config_json("1024", "1024", NULL,
+                           "\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},"
+                           "{\"type\":\"network\",\"path\":\"/run/netns/cni-1234\"}]",
+                           NULL);
+  struct spec *s = load(json);
+  struct policy_result r;
+  apply_ok(s, POLICY_PROFILE_MCP, &r);
+  assert_true(s->linux_.namespaces[SPEC_NS_NETWORK].loopback_only);
+  assert_string_equal(s->linux_.namespaces[SPEC_NS_NETWORK].path, "/run/netns/cni-1234");
+  assert_true(report_mentions(&r, "nothing but lo"));
+  policy_result_free(&r);
+  spec_free(s);
+  free(json);
+  /* A new namespace needs no such mark; nor does the default profile touch it. */
+  json = config_json("1024", "1024", NULL, NULL, NULL);
+  s = load(json);
+  apply_ok(s, POLICY_PROFILE_MCP, &r);
+  assert_false(s->linux_.namespaces[SPEC_NS_NETWORK].loopback_only);
+  policy_result_free(&r);
+  spec_free(s);
+  free(json);
+  expect_refused("\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"}]", NULL, "hostNetwork");
+  expect_refused("\"namespaces\":[{\"type\":\"network\"},{\"type\":\"mount\"}]", NULL, "hostPID");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_default_changes_nothing),
@@ -467,6 +520,8 @@ int main(void) {
       cmocka_unit_test(test_mcp_refuses_sensitive_binds),
       cmocka_unit_test(test_effective_profile_only_goes_up),
       cmocka_unit_test(test_apply_exec),
+      cmocka_unit_test(test_mcp_refuses_privileged_devices),
+      cmocka_unit_test(test_mcp_pod_network_namespace_is_loopback_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

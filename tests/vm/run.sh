@@ -132,6 +132,14 @@ build_initramfs || cannot "building the initramfs failed"
 # --- what the guest tests use, prepared here (the guest sees the host tree read-only) ---------
 "$repo/rootfs-tools/make-busybox-bundle.sh" "$WORK/bundle" >/dev/null 2>&1 ||
   cannot "rootfs-tools/make-busybox-bundle.sh failed"
+# The systemd variant drives containerd's CRI too (tests/cri, SystemdCgroup = true): its images,
+# made here; without tests/cri's packages that part is skipped in the guest.
+if [[ " $variants " == *" systemd "* ]] && command -v containerd >/dev/null && command -v node >/dev/null &&
+  [ -d "$repo/tests/cri/.work/node_modules/@grpc/grpc-js" ] && [ -x /usr/lib/cni/bridge ]; then
+  (CODEMODE=$CODEMODE CM_REPO=$repo && . "$repo/tests/cri/cri.bash" && cri_images "$WORK/cri-work" &&
+    mv "$WORK/cri-work/images" "$WORK/cri-images" && rm -rf "$WORK/cri-work") >/dev/null 2>&1 ||
+    log "building the CRI images failed: the guest skips the CRI part"
+fi
 # A sparse 64 MiB scratch disk (the guest's /dev/vda): the blockIO throttle test writes raw to it.
 truncate -s 64M "$WORK/disk.img" || cannot "creating the scratch disk $WORK/disk.img failed"
 
