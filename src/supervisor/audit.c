@@ -155,7 +155,7 @@ static void on_call(void *arg, const struct observed_call *c) {
                c->name, a->layer_names[k]);
       snprintf(rule, sizeof(rule), "%s: no rule grants %s here", a->layer_names[k], rights);
       if (note(a, key, text, allow)) {
-        struct audit_record r = {.event = "file",
+        struct audit_log_record r = {.event = "file",
                                  .decision = "deny",
                                  .by = "landlock",
                                  .syscall = c->name,
@@ -200,7 +200,7 @@ static void on_denial(void *arg, const struct kernel_denial *d) {
   snprintf(text, sizeof(text), "syscall %s (pid %d, %s): denied by %s", name, (int)d->pid, d->comm, rule);
   /* Every denial the kernel reports is one record. */
   note(a, key, text, allow);
-  struct audit_record r = {.time = d->time[0] ? d->time : NULL,
+  struct audit_log_record r = {.time = d->time[0] ? d->time : NULL,
                            .event = "syscall",
                            .decision = "deny",
                            .by = "seccomp",
@@ -220,7 +220,7 @@ static void on_no_records(void *arg, const char *why) {
   struct audit_session *a = arg;
   free(a->no_records);
   a->no_records = strdup(why);
-  struct audit_record r = {.event = "audit", .decision = "incomplete", .by = "seccomp", .nr = -1, .reason = why};
+  struct audit_log_record r = {.event = "audit", .decision = "incomplete", .by = "seccomp", .nr = -1, .reason = why};
   audit_log_write(a->log_fd, a->id, &r);
 }
 

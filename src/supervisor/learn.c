@@ -3,6 +3,7 @@
  * denied meanwhile (the mcp profile underneath) are listed as denied during learning; the hosts
  * come from the egress broker's audit records. At the end, one policy file
  * (policy/learned_policy.h). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -105,7 +106,13 @@ static void hosts_from_audit_log(struct learn_session *l, int fd, off_t start) {
       snprintf(seen.first, sizeof(seen.first), "%s", sv(time));
       char text[300];
       bool allowed = strcmp(sv(decision), "allow") == 0;
-      snprintf(text, sizeof(text), "%s%s:%lld", allowed ? "allow-host " : "host ", sv(host), YAJL_GET_INTEGER(port));
+      unsigned char addr[16];
+      /* A connection a CIDR rule let through names an address, not a host. */
+      bool v4 = inet_pton(AF_INET, sv(host), addr) == 1, v6 = !v4 && inet_pton(AF_INET6, sv(host), addr) == 1;
+      if (allowed && (v4 || v6))
+        snprintf(text, sizeof(text), "allow-cidr %s/%d:%lld", sv(host), v4 ? 32 : 128, YAJL_GET_INTEGER(port));
+      else
+        snprintf(text, sizeof(text), "%s%s:%lld", allowed ? "allow-host " : "host ", sv(host), YAJL_GET_INTEGER(port));
       if (allowed)
         learned_policy_add_host(&l->p, text, &seen);
       else

@@ -11,6 +11,8 @@
  *                  every filter loaded with SECCOMP_FILTER_FLAG_LOG (the kernel then reports
  *                  each ERRNO it returns), and the audit filter shows the files calls reach. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,20 +103,13 @@ static char *describe_source(const struct run_options *o, const char *bundle) {
   return s;
 }
 
-int run_observe_prepare(struct run_options *o, struct spec *s, struct policy_result *pol, enum policy_profile profile,
-                        const char *bundle, struct run_observe **out, struct cm_error **err) {
+int run_observe_load(struct run_options *o, struct run_observe **out, struct cm_error **err) {
   *out = NULL;
   bool mcp_audit = o->profile && strcmp(o->profile, "mcp-audit") == 0;
   bool learning = o->learn || mcp_audit;
   bool auditing = o->audit_log || o->audit_summary;
   if (!learning && !o->policy && !auditing)
     return 0;
-  /* The learned policy is written for, and stacked on, the mcp profile: learning under less
-   * would record what mcp refuses anyway, applying it under less would be looser than mcp. */
-  if ((learning || o->policy) && profile == POLICY_PROFILE_DEFAULT)
-    return cm_error_set(err, 0, "%s: needs the mcp profile (the learned policy is stacked on it, never instead of "
-                                "it): drop --profile default",
-                        learning ? "--learn" : "--policy");
   if (learning && o->policy)
     return cm_error_set(err, 0, "--learn and --policy: learn without a policy (a run under one sees only what it "
                                 "already allows), then merge the runs with codemode learn --merge");
@@ -127,9 +122,7 @@ int run_observe_prepare(struct run_options *o, struct spec *s, struct policy_res
   r->audit_fd = -1;
   gettimeofday(&r->started, NULL);
   audit_time_format(r->started.tv_sec, r->started.tv_usec / 1000, r->started_text);
-  r->source = describe_source(o, bundle);
   *out = r;
-
   if (o->policy) {
     if (learned_policy_load_file(o->policy, &r->policy, err) < 0)
       return cm_error_prefix(err, "--policy");
@@ -137,12 +130,34 @@ int run_observe_prepare(struct run_options *o, struct spec *s, struct policy_res
     if (learned_policy_seccomp(&r->policy, &r->policy_seccomp, err) < 0)
       return cm_error_prefix(err, "--policy %s", o->policy);
     learned_policy_landlock(&r->policy, &r->policy_landlock);
-    if (r->policy.n_hosts)
-      fprintf(stderr,
-              "codemode-run: --policy %s: its egress allowlist (%zu host%s) is not applied: this build has no "
-              "egress broker, so the container reaches no host at all\n",
-              o->policy, r->policy.n_hosts, r->policy.n_hosts == 1 ? "" : "s");
+    /* Its hosts are allow rules as if given on the command line (which a hardening profile
+     * trusts, unlike the config's annotation); the broker enforces them. */
+    for (size_t i = 0; i < r->policy.n_hosts; i++) {
+      const char *t = r->policy.hosts[i].text;
+      if (strncmp(t, "allow-host ", 11) == 0)
+        spec_strv_push(&o->egress.allow_host, t + 11);
+      else if (strncmp(t, "allow-cidr ", 11) == 0)
+        spec_strv_push(&o->egress.allow_cidr, t + 11);
+      else
+        return cm_error_set(err, 0, "--policy %s: .egress.allow[%zu]: \"%s\" is not an allow-host or allow-cidr rule",
+                            o->policy, i, t);
+    }
   }
+  return 0;
+}
+
+int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spec *s, struct policy_result *pol,
+                        enum policy_profile profile, const char *bundle, struct cm_error **err) {
+  if (r == NULL)
+    return 0;
+  bool learning = r->learning, auditing = r->auditing;
+  /* The learned policy is written for, and stacked on, the mcp profile: learning under less
+   * would record what mcp refuses anyway, applying it under less would be looser than mcp. */
+  if ((learning || o->policy) && profile == POLICY_PROFILE_DEFAULT)
+    return cm_error_set(err, 0, "%s: needs the mcp profile (the learned policy is stacked on it, never instead of "
+                                "it): drop --profile default",
+                        learning ? "--learn" : "--policy");
+  r->source = describe_source(o, bundle);
   if (auditing) {
     if (o->audit_log) {
       r->audit_fd = audit_log_open(o->audit_log, err);
@@ -186,6 +201,21 @@ int run_observe_prepare(struct run_options *o, struct spec *s, struct policy_res
   if (observer_start(&r->obs, &tee, true, err) < 0)
     return cm_error_prefix(err, "%s", learning ? "--learn" : "the audit");
   return 0;
+}
+
+void run_observe_egress(struct run_observe *r, struct egress_config *egress) {
+  if (r == NULL || !r->learning || egress == NULL)
+    return;
+  /* The hosts come from the broker's records: without an audit log of the user's, it writes to
+   * one of ours that nobody else sees. */
+  if (egress->audit_fd < 0 && r->audit_fd < 0) {
+    int fd = memfd_create("codemode-learn-audit", MFD_CLOEXEC);
+    if (fd < 0)
+      return;
+    r->audit_fd = fd;
+    r->audit_start = 0;
+    egress->audit_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  }
 }
 
 void run_observe_explain(const struct run_observe *r, const struct run_options *o) {

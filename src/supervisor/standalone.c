@@ -117,6 +117,8 @@ int supervisor_run_standalone(struct run_options *o) {
   if (run_spec_apply_options(s, o, &err) < 0)
     goto out_err;
   enum policy_profile profile;
+  if (run_observe_load(o, &observe, &err) < 0)
+    goto out_err;
   if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
       policy_apply(s, profile, bundle, &pol, &err) < 0 || policy_apply_egress(s, &o->egress, &pol, &err) < 0)
     goto out_err;
@@ -136,7 +138,7 @@ int supervisor_run_standalone(struct run_options *o) {
         (strncmp(line, "linux.resources.", 16) == 0 || strncmp(line, "process.rlimits", 15) == 0))
       fprintf(stderr, "codemode-run: profile %s: %s\n", policy_profile_name(profile), line);
   }
-  if (run_observe_prepare(o, s, &pol, profile, bundle, &observe, &err) < 0)
+  if (run_observe_prepare(observe, o, s, &pol, profile, bundle, &err) < 0)
     goto out_err;
   if (o->explain) {
     /* The one case where we write to stdout: the user asked for this report. */
@@ -179,6 +181,7 @@ int supervisor_run_standalone(struct run_options *o) {
                                       .n_secrets = secrets.n_bound};
     if (egress_setup_build(&pol.egress, &eo, &egress, &err) < 0)
       goto out_err;
+    run_observe_egress(observe, &egress);
   }
   /* An image's rootfs in the store is shared by every run: never written, so always under a
    * throwaway upper layer (even a container that could remount its root writable writes only

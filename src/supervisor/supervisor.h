@@ -159,11 +159,15 @@ void run_secrets_free(struct run_secrets *r);
 /* run_observe.c: codemode-run's side of --learn, --policy and the audit: the filters create
  * loads, the observer thread beside the wait loop, and what is written at the end. */
 struct run_observe;
-/* After the profile: checks the flags against it, loads the policy, tightens pol (the profile's
- * filter then reports its denials to the kernel's audit records), starts the observer. NULL
- * *out: nothing to do. */
-int run_observe_prepare(struct run_options *o, struct spec *s, struct policy_result *pol, enum policy_profile profile,
-                        const char *bundle, struct run_observe **out, struct cm_error **err);
+/* Before the egress policy is built: loads --policy (its hosts become allow rules of o->egress).
+ * NULL *out: nothing to do. */
+int run_observe_load(struct run_options *o, struct run_observe **out, struct cm_error **err);
+/* After the profile: checks the flags against it, tightens pol (the profile's filter then reports
+ * its denials to the kernel's audit records), starts the observer. */
+int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spec *s, struct policy_result *pol,
+                        enum policy_profile profile, const char *bundle, struct cm_error **err);
+/* Learning with an egress allowlist: the broker's records (the hosts) reach us. */
+void run_observe_egress(struct run_observe *r, struct egress_config *egress);
 /* --explain lines. */
 void run_observe_explain(const struct run_observe *r, const struct run_options *o);
 void run_observe_create_options(struct run_observe *r, struct create_options *co);

@@ -59,7 +59,7 @@ static void put_str(FILE *f, const char *key, const char *v) {
   fputc('"', f);
 }
 
-void audit_log_write(int fd, const char *id, const struct audit_record *r) {
+void audit_log_write(int fd, const char *id, const struct audit_log_record *r) {
   if (fd < 0)
     return;
   char now[32];
@@ -79,6 +79,15 @@ void audit_log_write(int fd, const char *id, const struct audit_record *r) {
   put_str(f, "event", r->event);
   put_str(f, "decision", r->decision);
   put_str(f, "by", r->by);
+  put_str(f, "via", r->via);
+  put_str(f, "host", r->host);
+  if (r->port)
+    fprintf(f, ",\"port\":%u", r->port);
+  put_str(f, "sni", r->sni);
+  put_str(f, "http_host", r->http_host);
+  put_str(f, "addr", r->addr);
+  put_str(f, "qtype", r->qtype);
+  put_str(f, "answers", r->answers);
   put_str(f, "syscall", r->syscall);
   if (r->nr >= 0 && r->syscall)
     fprintf(f, ",\"nr\":%d", r->nr);
@@ -91,16 +100,25 @@ void audit_log_write(int fd, const char *id, const struct audit_record *r) {
   put_str(f, "path", r->path);
   put_str(f, "access", r->access);
   put_str(f, "layer", r->layer);
-  put_str(f, "host", r->host);
-  if (r->port)
-    fprintf(f, ",\"port\":%u", r->port);
   put_str(f, "rule", r->rule);
   put_str(f, "reason", r->reason);
   put_str(f, "allow_with", r->allow_with);
+  if (r->intercepted)
+    fputs(",\"intercepted\":true", f);
+  put_str(f, "secret", r->secret);
+  if (r->with_bytes && r->bytes_up >= 0)
+    fprintf(f, ",\"bytes_up\":%lld", r->bytes_up);
+  if (r->with_bytes && r->bytes_down >= 0)
+    fprintf(f, ",\"bytes_down\":%lld", r->bytes_down);
+  if (r->with_duration && r->duration_ms >= 0)
+    fprintf(f, ",\"duration_ms\":%.1f", r->duration_ms);
   if (r->count > 1)
     fprintf(f, ",\"count\":%u", r->count);
   fputs("}\n", f);
   fclose(f);
+  /* One write(2) of the whole line on an O_APPEND file: records of concurrent writers (the
+   * broker's threads, codemode-run) never interleave. A full disk loses the record: the
+   * container's traffic must not stop for it. */
   ssize_t n = write(fd, line, len);
   (void)n;
   free(line);
