@@ -34,7 +34,7 @@ int seccomp_profile_load_string(const char *json, size_t len, const char *label,
                                 struct cm_error **err);
 int seccomp_profile_load_file(const char *path, const struct seccomp_profile_target *target,
                               struct spec_seccomp *out, struct cm_error **err);
-/* The profiles built into the binary ("default", "mcp", "mcp-audit"): NULL when unknown. */
+/* The profiles built into the binary ("default", "mcp"): NULL when unknown. */
 const char *seccomp_profile_builtin(const char *name, size_t *len);
 /* A built-in name, or a path to a JSON file. */
 int seccomp_profile_load(const char *name_or_path, const struct seccomp_profile_target *target,
