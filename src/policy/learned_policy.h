@@ -38,11 +38,21 @@
  * cost nothing) and therefore always allowed by a learned policy. */
 extern const char *const learned_baseline_syscalls[];
 
+/* Files libc reads on its own when it pleases (the number of CPUs when a thread makes a new
+ * malloc arena, the loader's cache, the time zone) and the harmless devices: always allowed,
+ * because whether a run happens to read them depends on timing, not on what the server does. */
+struct learned_baseline_path {
+  const char *path;
+  uint64_t access;
+};
+extern const struct learned_baseline_path learned_baseline_paths[];
+
 /* When a rule was seen. count 0: unknown (a hand-written rule). */
 struct learned_seen {
   uint64_t count;
   char first[32]; /* RFC 3339 UTC, ms; "" unknown */
   int run;        /* the run (1…) of the first sighting; 0 unknown */
+  bool baseline;  /* allowed without being seen (learned_baseline_*) */
 };
 
 /* The arguments that matter of one call, as seccomp argument conditions (all must hold). */

@@ -48,6 +48,10 @@ static void now_seen(struct learned_seen *s) {
 
 static void on_call(void *arg, const struct observed_call *c) {
   struct learn_session *l = arg;
+  /* mcp.json answers clone3 ENOSYS on purpose (libc then uses clone, whose flags a filter can
+   * check), and the learned policy keeps that rule: it is not a denial of the server's. */
+  if (strcmp(c->name, "clone3") == 0)
+    return;
   struct learned_seen seen;
   now_seen(&seen);
   learned_policy_add_rule(&l->p, c->name, &c->key, &seen);
@@ -61,6 +65,8 @@ static void on_call(void *arg, const struct observed_call *c) {
 
 static void on_denial(void *arg, const struct kernel_denial *d) {
   struct learn_session *l = arg;
+  if (d->name && strcmp(d->name, "clone3") == 0)
+    return; /* mcp's ENOSYS by design (above) */
   char what[96];
   snprintf(what, sizeof(what), "syscall %s", d->name ? d->name : "?");
   struct learned_seen seen = {.count = 1, .run = 1};
@@ -134,6 +140,12 @@ int learn_session_write(struct learn_session *l, const char *path, const struct 
     spec_strv_push(&l->p.runs[0].mounts, l->mounts.items[i]);
   l->p.n_runs = 1;
   l->p.landlock_abi = run->landlock_abi;
+  if (l->p.landlock_abi > 0)
+    for (size_t i = 0; learned_baseline_paths[i].path; i++) {
+      struct learned_seen base = {.baseline = true};
+      learned_policy_add_path(&l->p, learned_baseline_paths[i].path, learned_baseline_paths[i].access, &base, 0, NULL,
+                              false);
+    }
   learned_policy_normalize(&l->p);
   cleanup_free char *json = learned_policy_json(&l->p);
   size_t len = strlen(json);

@@ -89,10 +89,13 @@ struct observer {
   pthread_mutex_t lock; /* sink calls and stats */
   uint64_t notifications, kernel_records;
 };
-/* Open the audit socket (before the container exists, so no record is missed) and start the
- * thread. with_kernel_records false: the listener only. */
+/* Open the audit socket (before the container exists, so no record is missed: they wait in its
+ * buffer). with_kernel_records false: the listener only. */
 int observer_start(struct observer *o, const struct observer_sink *sink, bool with_kernel_records,
                    struct cm_error **err);
+/* Start the thread: only once the container's init is forked, because init is a raw clone of
+ * this process (no atfork handlers) and must not inherit a lock the thread might hold. */
+int observer_run(struct observer *o, struct cm_error **err);
 /* Once init exists: whose records are the container's (its session id, its pid namespace). */
 void observer_set_container(struct observer *o, pid_t init);
 /* runtime_listener.attach: the thread starts reading fd at once. */

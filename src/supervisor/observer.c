@@ -249,8 +249,15 @@ int observer_start(struct observer *o, const struct observer_sink *sink, bool wi
         o->sink.no_kernel_records(o->sink.arg, why);
     }
   }
-  if (pthread_create(&o->thread, NULL, observer_main, o) != 0)
-    return cm_error_set(err, errno, "observer: start its thread");
+  return 0;
+}
+
+int observer_run(struct observer *o, struct cm_error **err) {
+  if (o->running)
+    return 0;
+  int e = pthread_create(&o->thread, NULL, observer_main, o);
+  if (e != 0)
+    return cm_error_set(err, e, "observer: start its thread");
   o->running = true;
   return 0;
 }

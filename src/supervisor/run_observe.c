@@ -250,10 +250,12 @@ void run_observe_create_options(struct run_observe *r, struct create_options *co
     co->listener_filter = &r->listener;
 }
 
-const struct runtime_listener *run_observe_started(struct run_observe *r, pid_t init) {
+const struct runtime_listener *run_observe_started(struct run_observe *r, pid_t init, struct cm_error **err) {
   if (r == NULL)
     return NULL;
   observer_set_container(&r->obs, init);
+  if (observer_run(&r->obs, err) < 0)
+    return NULL;
   if (r->listener.n_insns == 0)
     return NULL;
   r->hand_over = (struct runtime_listener){.init = init, .attach = observer_attach_listener, .arg = &r->obs};

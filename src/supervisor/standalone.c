@@ -251,7 +251,12 @@ int supervisor_run_standalone(struct run_options *o) {
   if (created < 0)
     goto out_err;
   l.init = cc.pid;
-  if (runtime_start_at_once(&ctx, o->id, s, cc.start_sock, run_observe_started(observe, cc.pid), &err) < 0)
+  const struct runtime_listener *listener = run_observe_started(observe, cc.pid, &err);
+  if (err) {
+    close(cc.start_sock);
+    goto out_delete;
+  }
+  if (runtime_start_at_once(&ctx, o->id, s, cc.start_sock, listener, &err) < 0)
     goto out_delete;
   l.sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
   l.timeout_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);

@@ -171,8 +171,9 @@ void run_observe_egress(struct run_observe *r, struct egress_config *egress);
 /* --explain lines. */
 void run_observe_explain(const struct run_observe *r, const struct run_options *o);
 void run_observe_create_options(struct run_observe *r, struct create_options *co);
-/* Once init exists: whose kernel records are ours, and the listener hand-over for start. */
-const struct runtime_listener *run_observe_started(struct run_observe *r, pid_t init);
+/* Once init exists: whose kernel records are ours, the observer's thread started (never before
+ * the fork of init), and the listener hand-over for start (NULL: none, or *err set). */
+const struct runtime_listener *run_observe_started(struct run_observe *r, pid_t init, struct cm_error **err);
 /* The container is gone (rc: its exit): the learned policy written, the summary printed. */
 int run_observe_finish(struct run_observe *r, const struct run_options *o, const struct spec *s,
                        struct cm_error **err);
