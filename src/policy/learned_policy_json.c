@@ -389,9 +389,24 @@ static int parse_landlock(struct jctx *c, yajl_val ll, struct learned_policy *ou
     struct spec_strv parents = {0};
     struct learned_seen seen;
     uint64_t mask = 0;
+    cleanup_free char *comment = NULL;
     if (jval_object(c, e, err) < 0 || jrequire(c, e, "allowedAccess", err) < 0 || jrequire(c, e, "parent", err) < 0 ||
-        jget_array(c, e, "allowedAccess", &access, err) < 0 || get_comment(c, e, &seen, err) < 0)
+        jget_array(c, e, "allowedAccess", &access, err) < 0 || jget_string(c, e, "comment", &comment, err) < 0)
       return -1;
+    learned_seen_parse(comment, &seen);
+    /* "…; 14 paths beneath, e.g. /x/y" or "…; /x/y": what the rule stands for */
+    size_t paths = 0;
+    const char *example = NULL, *semi = comment ? strstr(comment, "; ") : NULL;
+    if (semi) {
+      char *endp;
+      unsigned long long n = strtoull(semi + 2, &endp, 10);
+      if (endp != semi + 2 && strncmp(endp, " paths beneath, e.g. ", 21) == 0) {
+        paths = (size_t)n;
+        example = endp + 21;
+      } else if (semi[2] == '/') {
+        example = semi + 2;
+      }
+    }
     size_t m2 = jpush_key(c, "allowedAccess");
     if (parse_rights(c, access, out->landlock_abi, &mask, err) < 0)
       return -1;
@@ -408,7 +423,7 @@ static int parse_landlock(struct jctx *c, yajl_val ll, struct learned_policy *ou
         spec_strv_free(&parents);
         return jerr(c, err, "a learned rule's path is absolute, without \"..\"");
       }
-      learned_policy_add_path(out, clean, mask, &seen, 0, NULL, false);
+      learned_policy_add_path(out, clean, mask, &seen, paths, example, false);
     }
     spec_strv_free(&parents);
     jpop(c, mark);

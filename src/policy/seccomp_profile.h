@@ -41,6 +41,10 @@ int seccomp_profile_load(const char *name_or_path, const struct seccomp_profile_
                          struct spec_seccomp *out, struct cm_error **err);
 void seccomp_profile_free(struct spec_seccomp *s);
 
+/* How many syscalls of this architecture a resolved profile allows (any rule that lets the name
+ * through, with or without arguments; the default action ERRNO/KILL assumed). */
+size_t seccomp_profile_count_allowed(const struct spec_seccomp *sc);
+
 /* The native architecture's libseccomp name ("SCMP_ARCH_X86_64"). */
 const char *seccomp_profile_native_arch(void);
 
