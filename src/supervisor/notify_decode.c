@@ -317,6 +317,9 @@ static void decode_open(struct observed_call *c, pid_t pid, int dirfd, uint64_t 
   mode_t mode;
   if (!path_arg(pid, dirfd, addr, !(flags & O_NOFOLLOW), path, &mode))
     return;
+  /* /proc is not resolved (resolve()): what it names exists as the flags say. */
+  if (mode == 0 && (strncmp(path, "/proc/", 6) == 0 || strcmp(path, "/proc") == 0))
+    mode = (flags & O_DIRECTORY) || strcmp(path, "/proc") == 0 ? S_IFDIR : S_IFREG;
   int acc = (int)(flags & O_ACCMODE);
   uint64_t rw = (acc == O_RDONLY ? LL_FS_READ_FILE : 0) | (acc == O_WRONLY ? LL_FS_WRITE_FILE : 0) |
                 (acc == O_RDWR ? LL_FS_READ_FILE | LL_FS_WRITE_FILE : 0);
