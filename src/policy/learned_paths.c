@@ -1,6 +1,8 @@
 /* Collapsing the files a run touched into Landlock rules a person can read and a later run can
  * live with (a log file rotated, a cache entry with a new name), without handing out more than
  * the run showed a need for:
+ *   0. what was done inside a directory the run made itself (a temporary or per-request
+ *      directory: its name is the run's) is a right of the directory it was made in;
  *   1. /proc/<anything> becomes /proc (pids and thread ids differ in every run), /dev/pts/N
  *      /dev/pts;
  *   2. a file's read, write and truncate rights go to its directory, except directly inside the
@@ -102,6 +104,18 @@ static void remove_path(struct learned_policy *p, size_t i) {
   p->n_paths--;
 }
 
+/* The directory a path made by the run belongs to: the one the outermost made directory above
+ * (or at) it was made in; NULL when no made directory is above it. */
+static char *made_in(const struct learned_policy *p, const char *path) {
+  const char *outer = NULL;
+  for (size_t i = 0; i < p->made_dirs.count; i++) {
+    const char *d = p->made_dirs.items[i];
+    if (beneath(path, d) && strcmp(d, "/") != 0 && (outer == NULL || strlen(d) < strlen(outer)))
+      outer = d;
+  }
+  return outer ? parent_of(outer) : NULL;
+}
+
 /* Steps 1 and 2: rebuild the list. */
 static void place_files(struct learned_policy *p) {
   struct learned_path *old = p->paths;
@@ -110,6 +124,17 @@ static void place_files(struct learned_policy *p) {
   p->n_paths = 0;
   for (size_t i = 0; i < n; i++) {
     struct learned_path *l = &old[i];
+    /* Inside a directory the run made: the rights go to where it was made (a directory rule
+     * there also covers the made one and what is beneath it). */
+    char *in = made_in(p, l->path);
+    if (in) {
+      learned_policy_add_path(p, in, l->access & ~(uint64_t)(LL_FS_EXECUTE | LL_FS_IOCTL_DEV), &l->seen,
+                              l->paths ? l->paths : 1, l->example ? l->example : l->path, false);
+      free(in);
+      free(l->path);
+      free(l->example);
+      continue;
+    }
     const char *path = l->path;
     if (strcmp(path, "/proc") == 0 || strncmp(path, "/proc/", 6) == 0) {
       /* Executing /proc/self/fd/N is a memfd (the runtime's trampoline and init): Landlock does

@@ -263,6 +263,7 @@ void learned_policy_free(struct learned_policy *p) {
   free(p->paths);
   free(p->hosts);
   free(p->denied);
+  spec_strv_free(&p->made_dirs);
   memset(p, 0, sizeof(*p));
 }
 

@@ -103,6 +103,10 @@ struct learned_policy {
   size_t n_hosts;
   struct learned_entry *denied; /* deniedDuringLearning: "syscall ptrace", "host evil.test:443" */
   size_t n_denied;
+  /* Directories the run made itself (not in the file): their names are the run's (a temporary
+   * directory, a per-request one), so what was done in them is a right of the directory they
+   * were made in. */
+  struct spec_strv made_dirs;
 };
 
 /* Building (learn.c adds what it saw, then normalizes). Adding merges with what is there: the

@@ -55,6 +55,13 @@ static void on_call(void *arg, const struct observed_call *c) {
   struct learned_seen seen;
   now_seen(&seen);
   learned_policy_add_rule(&l->p, c->name, &c->key, &seen);
+  if (c->made_dir[0]) {
+    bool known = false;
+    for (size_t i = 0; i < l->p.made_dirs.count && !known; i++)
+      known = strcmp(l->p.made_dirs.items[i], c->made_dir) == 0;
+    if (!known)
+      spec_strv_push(&l->p.made_dirs, c->made_dir);
+  }
   for (int i = 0; i < c->n_files; i++) {
     uint64_t a = c->files[i].access;
     /* Only a file's own rights: a rule the collapse may move to its directory. */

@@ -429,6 +429,8 @@ static void decode_create(struct observed_call *c, pid_t pid, int dirfd, uint64_
     return;
   parent_dir(path, dir);
   add_file(c, dir, make_right(mode));
+  if (S_ISDIR(mode) && existing == 0) /* mkdir -p of a directory that is there makes nothing */
+    snprintf(c->made_dir, sizeof(c->made_dir), "%s", path);
 }
 
 static void decode_remove(struct observed_call *c, pid_t pid, int dirfd, uint64_t addr, bool dir_flag) {

@@ -39,6 +39,7 @@ struct observed_call {
   struct learned_key key; /* the arguments that matter for the seccomp rule (learned_policy.h) */
   int n_files;
   struct observed_file files[OBSERVED_FILES_MAX];
+  char made_dir[PATH_MAX]; /* the directory a mkdir makes (its name is the run's, not the server's) */
 };
 
 struct notify_decoder;

@@ -152,6 +152,27 @@ static void test_read_merge_stops_at_a_mount(void **state) {
   learned_policy_free(&p);
 }
 
+static void test_made_directories(void **state) {
+  /* A directory the run made (per-request, named after a pid): what was done inside it is a
+   * right of /data, where it was made; a directory that was there keeps its own rule. */
+  static const char *const mounts[] = {"/data", NULL};
+  struct learned_policy p = {0};
+  add_run(&p, mounts);
+  struct learned_seen s = seen_at("2026-12-01T10:00:01.000Z", 1, 1);
+  spec_strv_push(&p.made_dirs, "/data/req-4242");
+  learned_policy_add_path(&p, "/data", LL_FS_MAKE_DIR, &s, 0, NULL, false);
+  learned_policy_add_path(&p, "/data/req-4242", LL_FS_MAKE_REG | LL_FS_REMOVE_FILE, &s, 0, NULL, false);
+  learned_policy_add_path(&p, "/data/req-4242/out.txt", LL_FS_WRITE_FILE, &s, 0, NULL, true);
+  learned_policy_add_path(&p, "/data/kept/x.txt", LL_FS_WRITE_FILE, &s, 0, NULL, true);
+  learned_policy_normalize(&p);
+  const struct learned_path *d = path_rule(&p, "/data");
+  assert_non_null(d);
+  assert_int_equal(d->access, LL_FS_MAKE_DIR | LL_FS_MAKE_REG | LL_FS_REMOVE_FILE | LL_FS_WRITE_FILE);
+  assert_null(path_rule(&p, "/data/req-4242"));
+  assert_non_null(path_rule(&p, "/data/kept"));
+  learned_policy_free(&p);
+}
+
 static void test_argument_limits(void **state) {
   struct learned_policy p = {0};
   add_run(&p, NULL);
@@ -382,6 +403,7 @@ static void test_seen_comments(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_collapse),       cmocka_unit_test(test_read_merge_stops_at_a_mount),
+      cmocka_unit_test(test_made_directories),
       cmocka_unit_test(test_argument_limits), cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_merge_and_diff),  cmocka_unit_test(test_applying),
       cmocka_unit_test(test_parse_errors),    cmocka_unit_test(test_seen_comments),
