@@ -163,7 +163,7 @@ static void test_made_directories(void **state) {
   learned_policy_add_path(&p, "/data", LL_FS_MAKE_DIR, &s, 0, NULL, false);
   learned_policy_add_path(&p, "/data/req-4242", LL_FS_MAKE_REG | LL_FS_REMOVE_FILE, &s, 0, NULL, false);
   learned_policy_add_path(&p, "/data/req-4242/out.txt", LL_FS_WRITE_FILE, &s, 0, NULL, true);
-  learned_policy_add_path(&p, "/data/kept/x.txt", LL_FS_WRITE_FILE, &s, 0, NULL, true);
+  learned_policy_add_path(&p, "/data/kept/x.txt", LL_FS_TRUNCATE, &s, 0, NULL, true);
   learned_policy_normalize(&p);
   const struct learned_path *d = path_rule(&p, "/data");
   assert_non_null(d);
