@@ -65,7 +65,7 @@ void audit_session_set_abi(struct audit_session *a, int abi) {
   a->kernel_abi = abi;
 }
 
-/* Counted; true the first time (its record is written then). */
+/* Counted for the summary; true the first time. */
 static bool note(struct audit_session *a, const char *key, const char *text, const char *allow_with) {
   for (size_t i = 0; i < a->n; i++)
     if (strcmp(a->d[i].key, key) == 0) {
@@ -159,7 +159,9 @@ static void on_call(void *arg, const struct observed_call *c) {
       snprintf(text, sizeof(text), "file %s (%s, by %s): denied by the %s Landlock layer", f->path, rights,
                c->name, a->layer_names[k]);
       snprintf(rule, sizeof(rule), "%s: no rule grants %s here", a->layer_names[k], rights);
-      if (note(a, key, text, allow)) {
+      /* Every denial is one record (the summary counts the identical ones). */
+      note(a, key, text, allow);
+      {
         struct audit_log_record r = {.event = "file",
                                  .decision = "deny",
                                  .by = "landlock",
