@@ -116,8 +116,9 @@ int cmd_learn(struct cli_globals *g, int argc, char **argv) {
     return cli_usage_error("learn", "missing BUNDLE");
   /* codemode-run --root ROOT [--profile P] [egress flags] --learn OUT ARGS… */
   cleanup_free char *run = cm_sibling_binary("codemode-run", "CODEMODE_RUN", CODEMODE_BINDIR);
-  size_t cap = (size_t)argc + 16 + 2 * (g->egress.allow_host.count + g->egress.allow_cidr.count +
-                                       g->egress.deny_host.count + g->egress.deny_cidr.count);
+  size_t cap = (size_t)argc + 16 +
+               2 * (g->egress.allow_host.count + g->egress.allow_cidr.count + g->egress.deny_host.count +
+                    g->egress.deny_cidr.count);
   char **args = calloc(cap, sizeof(char *));
   if (args == NULL)
     abort();

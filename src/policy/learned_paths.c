@@ -24,9 +24,9 @@
 #define MOVED_RIGHTS (LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE)
 
 /* Where a rule never lands by collapsing (files directly inside stay exact). */
-static const char *const system_dirs[] = {"/",     "/etc",  "/proc", "/sys",  "/dev",  "/run", "/root",
-                                          "/home", "/var",  "/boot", "/mnt",  "/media", "/srv", "/var/run",
-                                          "/var/lib", "/etc/ssh", NULL};
+static const char *const system_dirs[] = {"/",     "/etc",     "/proc",    "/sys",     "/dev", "/run",
+                                          "/root", "/home",    "/var",     "/boot",    "/mnt", "/media",
+                                          "/srv",  "/var/run", "/var/lib", "/etc/ssh", NULL};
 
 static bool is_system_dir(const char *p) {
   for (size_t i = 0; system_dirs[i]; i++)
@@ -141,9 +141,11 @@ static void place_files(struct learned_policy *p) {
        * not restrict files of internal mounts, so no rule is needed for it. */
       uint64_t a = l->access & (READ_RIGHTS | LL_FS_WRITE_FILE | LL_FS_TRUNCATE);
       if (a)
-        learned_policy_add_path(p, "/proc", a, &l->seen, l->paths ? l->paths : 1, l->example ? l->example : path, false);
+        learned_policy_add_path(p, "/proc", a, &l->seen, l->paths ? l->paths : 1,
+                                l->example ? l->example : path, false);
     } else if (strncmp(path, "/dev/pts/", 9) == 0) {
-      learned_policy_add_path(p, "/dev/pts", l->access & (MOVED_RIGHTS | LL_FS_IOCTL_DEV), &l->seen, 1, path, false);
+      learned_policy_add_path(p, "/dev/pts", l->access & (MOVED_RIGHTS | LL_FS_IOCTL_DEV), &l->seen, 1, path,
+                              false);
     } else if (l->file) {
       char *dir = parent_of(path);
       uint64_t moved = l->access & MOVED_RIGHTS, kept = l->access & ~MOVED_RIGHTS;
@@ -152,8 +154,8 @@ static void place_files(struct learned_policy *p) {
         moved = 0;
       }
       if (moved)
-        learned_policy_add_path(p, dir, moved, &l->seen, l->paths ? l->paths : 1, l->example ? l->example : path,
-                              false);
+        learned_policy_add_path(p, dir, moved, &l->seen, l->paths ? l->paths : 1,
+                                l->example ? l->example : path, false);
       if (kept)
         learned_policy_add_path(p, path, kept, &l->seen, l->paths ? l->paths : 1, l->example, true);
       free(dir);

@@ -13,11 +13,15 @@
 
 const char *const learned_baseline_syscalls[] = {
     /* memory, time, the process's own ids and signals: what every runtime does constantly */
-    "read", "write", "readv", "writev", "pread64", "pwrite64", "close", "fstat", "lseek", "mmap", "munmap",
-    "mprotect", "madvise", "brk", "mremap", "futex", "sched_yield", "nanosleep", "clock_nanosleep",
-    "clock_gettime", "gettimeofday", "getpid", "gettid", "rt_sigreturn", "rt_sigprocmask", "rt_sigaction",
-    "sigaltstack", "restart_syscall", "exit", "exit_group", "epoll_wait", "epoll_pwait", "poll", "ppoll",
-    "getrandom", NULL};
+    "read",           "write",        "readv",           "writev",
+    "pread64",        "pwrite64",     "close",           "fstat",
+    "lseek",          "mmap",         "munmap",          "mprotect",
+    "madvise",        "brk",          "mremap",          "futex",
+    "sched_yield",    "nanosleep",    "clock_nanosleep", "clock_gettime",
+    "gettimeofday",   "getpid",       "gettid",          "rt_sigreturn",
+    "rt_sigprocmask", "rt_sigaction", "sigaltstack",     "restart_syscall",
+    "exit",           "exit_group",   "epoll_wait",      "epoll_pwait",
+    "poll",           "ppoll",        "getrandom",       NULL};
 
 const struct learned_baseline_path learned_baseline_paths[] = {
     {"/sys/devices/system/cpu", LL_FS_READ_FILE | LL_FS_READ_DIR},
@@ -78,8 +82,8 @@ void learned_seen_format(const struct learned_seen *s, char *buf, size_t size) {
     snprintf(buf, size, "not seen (written by hand)");
     return;
   }
-  snprintf(buf, size, "seen %llu time%s, first %s (run %d)", (unsigned long long)s->count, s->count == 1 ? "" : "s",
-           s->first[0] ? s->first : "?", s->run);
+  snprintf(buf, size, "seen %llu time%s, first %s (run %d)", (unsigned long long)s->count,
+           s->count == 1 ? "" : "s", s->first[0] ? s->first : "?", s->run);
 }
 
 void learned_seen_parse(const char *comment, struct learned_seen *out) {
@@ -160,7 +164,8 @@ void learned_policy_add_path(struct learned_policy *p, const char *path, uint64_
   learned_seen_merge(&l->seen, seen);
 }
 
-static void add_entry(struct learned_entry **v, size_t *n, const char *text, const struct learned_seen *seen) {
+static void add_entry(struct learned_entry **v, size_t *n, const char *text,
+                      const struct learned_seen *seen) {
   for (size_t i = 0; i < *n; i++)
     if (strcmp((*v)[i].text, text) == 0) {
       learned_seen_merge(&(*v)[i].seen, seen);
@@ -270,7 +275,9 @@ void learned_policy_free(struct learned_policy *p) {
 /* --- merge ----------------------------------------------------------------------------------- */
 
 void learned_run_copy(struct learned_run *dst, const struct learned_run *src, int run) {
-  *dst = (struct learned_run){.run = run, .seconds = src->seconds, .landlock_abi = src->landlock_abi,
+  *dst = (struct learned_run){.run = run,
+                              .seconds = src->seconds,
+                              .landlock_abi = src->landlock_abi,
                               .notifications = src->notifications};
   dst->started = src->started ? xstrdup(src->started) : NULL;
   dst->source = src->source ? xstrdup(src->source) : NULL;
@@ -296,7 +303,7 @@ void learned_policy_merge(struct learned_policy *into, const struct learned_poli
     learned_policy_add_rule(into, from->rules[i].name, &from->rules[i].key, RENUMBERED(from->rules[i].seen));
   for (size_t i = 0; i < from->n_paths; i++)
     learned_policy_add_path(into, from->paths[i].path, from->paths[i].access, RENUMBERED(from->paths[i].seen),
-                          from->paths[i].paths, from->paths[i].example, from->paths[i].file);
+                            from->paths[i].paths, from->paths[i].example, from->paths[i].file);
   for (size_t i = 0; i < from->n_hosts; i++)
     learned_policy_add_host(into, from->hosts[i].text, RENUMBERED(from->hosts[i].seen));
   for (size_t i = 0; i < from->n_denied; i++)
@@ -341,7 +348,8 @@ void learned_policy_diff(const struct learned_policy *old, const struct learned_
     for (size_t i = 0; i < a->n_rules; i++) {
       bool found = false;
       for (size_t k = 0; k < b->n_rules && !found; k++)
-        found = strcmp(a->rules[i].name, b->rules[k].name) == 0 && compare_key(&a->rules[i].key, &b->rules[k].key) == 0;
+        found = strcmp(a->rules[i].name, b->rules[k].name) == 0 &&
+                compare_key(&a->rules[i].key, &b->rules[k].key) == 0;
       if (!found) {
         char *d = learned_rule_describe(&a->rules[i]);
         policy_report_add(out, "seccomp: %c %s", side ? '-' : '+', d);
@@ -433,7 +441,8 @@ bool learned_policy_has_syscall(const struct learned_policy *p, const char *name
 
 char *learned_policy_allow_syscall(const char *name) {
   char *s;
-  if (asprintf(&s, "\"seccomp\": {\"syscalls\": [{\"names\": [\"%s\"], \"action\": \"SCMP_ACT_ALLOW\"}]}", name) < 0)
+  if (asprintf(&s, "\"seccomp\": {\"syscalls\": [{\"names\": [\"%s\"], \"action\": \"SCMP_ACT_ALLOW\"}]}",
+               name) < 0)
     abort();
   return s;
 }
@@ -452,7 +461,8 @@ char *learned_policy_allow_path(const char *path, uint64_t access) {
   free(names);
   char *json = learned_json_string(path);
   char *s;
-  if (asprintf(&s, "\"landlock\": {\"pathBeneath\": [{\"allowedAccess\": [%s], \"parent\": [%s]}]}", list, json) < 0)
+  if (asprintf(&s, "\"landlock\": {\"pathBeneath\": [{\"allowedAccess\": [%s], \"parent\": [%s]}]}", list,
+               json) < 0)
     abort();
   free(list);
   free(json);

@@ -20,22 +20,36 @@ struct named {
   uint64_t value;
   const char *name;
 };
-static const struct named families[] = {{1, "AF_UNIX"},  {2, "AF_INET"},     {10, "AF_INET6"}, {16, "AF_NETLINK"},
-                                        {17, "AF_PACKET"}, {38, "AF_ALG"}, {40, "AF_VSOCK"},  {0, NULL}};
-static const struct named sock_types[] = {{1, "SOCK_STREAM"}, {2, "SOCK_DGRAM"}, {3, "SOCK_RAW"},
-                                          {5, "SOCK_SEQPACKET"}, {0, NULL}};
-static const struct named ioctls[] = {
-    {0x5401, "TCGETS"},     {0x5402, "TCSETS"},     {0x5403, "TCSETSW"},    {0x5404, "TCSETSF"},
-    {0x540F, "TIOCGPGRP"},  {0x5410, "TIOCSPGRP"},  {0x5413, "TIOCGWINSZ"}, {0x5414, "TIOCSWINSZ"},
-    {0x541B, "FIONREAD"},   {0x5421, "FIONBIO"},    {0x5450, "FIONCLEX"},   {0x5451, "FIOCLEX"},
-    {0x5452, "FIOASYNC"},   {0x8912, "SIOCGIFCONF"}, {0x8933, "SIOCGIFINDEX"}, {0x5429, "TIOCGSID"},
-    {0x80045430, "TIOCGPTN"}, {0x40045431, "TIOCSPTLCK"}, {0, NULL}};
-static const struct named prctls[] = {{1, "PR_SET_PDEATHSIG"}, {2, "PR_GET_PDEATHSIG"}, {3, "PR_GET_DUMPABLE"},
-                                      {4, "PR_SET_DUMPABLE"}, {15, "PR_SET_NAME"}, {16, "PR_GET_NAME"},
-                                      {22, "PR_SET_SECCOMP"}, {23, "PR_CAPBSET_READ"}, {24, "PR_CAPBSET_DROP"},
-                                      {36, "PR_SET_CHILD_SUBREAPER"}, {38, "PR_SET_NO_NEW_PRIVS"},
-                                      {39, "PR_GET_NO_NEW_PRIVS"}, {47, "PR_CAP_AMBIENT"},
-                                      {0x53564d41, "PR_SET_VMA"}, {0, NULL}};
+static const struct named families[] = {{1, "AF_UNIX"},     {2, "AF_INET"},    {10, "AF_INET6"},
+                                        {16, "AF_NETLINK"}, {17, "AF_PACKET"}, {38, "AF_ALG"},
+                                        {40, "AF_VSOCK"},   {0, NULL}};
+static const struct named sock_types[] = {
+    {1, "SOCK_STREAM"}, {2, "SOCK_DGRAM"}, {3, "SOCK_RAW"}, {5, "SOCK_SEQPACKET"}, {0, NULL}};
+static const struct named ioctls[] = {{0x5401, "TCGETS"},
+                                      {0x5402, "TCSETS"},
+                                      {0x5403, "TCSETSW"},
+                                      {0x5404, "TCSETSF"},
+                                      {0x540F, "TIOCGPGRP"},
+                                      {0x5410, "TIOCSPGRP"},
+                                      {0x5413, "TIOCGWINSZ"},
+                                      {0x5414, "TIOCSWINSZ"},
+                                      {0x541B, "FIONREAD"},
+                                      {0x5421, "FIONBIO"},
+                                      {0x5450, "FIONCLEX"},
+                                      {0x5451, "FIOCLEX"},
+                                      {0x5452, "FIOASYNC"},
+                                      {0x8912, "SIOCGIFCONF"},
+                                      {0x8933, "SIOCGIFINDEX"},
+                                      {0x5429, "TIOCGSID"},
+                                      {0x80045430, "TIOCGPTN"},
+                                      {0x40045431, "TIOCSPTLCK"},
+                                      {0, NULL}};
+static const struct named prctls[] = {
+    {1, "PR_SET_PDEATHSIG"},        {2, "PR_GET_PDEATHSIG"},     {3, "PR_GET_DUMPABLE"},
+    {4, "PR_SET_DUMPABLE"},         {15, "PR_SET_NAME"},         {16, "PR_GET_NAME"},
+    {22, "PR_SET_SECCOMP"},         {23, "PR_CAPBSET_READ"},     {24, "PR_CAPBSET_DROP"},
+    {36, "PR_SET_CHILD_SUBREAPER"}, {38, "PR_SET_NO_NEW_PRIVS"}, {39, "PR_GET_NO_NEW_PRIVS"},
+    {47, "PR_CAP_AMBIENT"},         {0x53564d41, "PR_SET_VMA"},  {0, NULL}};
 
 static const char *name_of(const struct named *t, uint64_t v) {
   for (; t->name; t++)
@@ -116,10 +130,12 @@ static void put_access(FILE *f, uint64_t mask) {
 }
 
 static void write_seccomp(FILE *f, const struct learned_policy *p, const char *indent) {
-  fprintf(f, "{\n%s  \"comment\": \"Docker's seccomp profile format (also for docker run --security-opt seccomp=FILE"
-             " or codemode-run --seccomp FILE): every syscall the run made is allowed, nothing else; argument "
-             "rules where it showed a small set.\",\n",
-          indent);
+  fprintf(
+      f,
+      "{\n%s  \"comment\": \"Docker's seccomp profile format (also for docker run --security-opt seccomp=FILE"
+      " or codemode-run --seccomp FILE): every syscall the run made is allowed, nothing else; argument "
+      "rules where it showed a small set.\",\n",
+      indent);
   fprintf(f, "%s  \"defaultAction\": \"SCMP_ACT_ERRNO\",\n%s  \"defaultErrnoRet\": 1,\n", indent, indent);
   fprintf(f, "%s  \"archMap\": [{\"architecture\": \"%s\", \"subArchitectures\": []}],\n", indent,
           seccomp_profile_native_arch());
@@ -154,16 +170,18 @@ static void write_seccomp(FILE *f, const struct learned_policy *p, const char *i
   }
   /* Loaded after the mcp filter, this one answers first among equal actions: it must not turn
    * mcp's ENOSYS for clone3 (libc then falls back to clone) into an EPERM. */
-  fprintf(f, ",\n%s    {\"names\": [\"clone3\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 38, \"comment\": "
-             "\"as in mcp.json: its flags are behind a pointer seccomp cannot read; ENOSYS makes libc fall back "
-             "to clone\"}\n%s  ]\n%s}",
+  fprintf(f,
+          ",\n%s    {\"names\": [\"clone3\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 38, \"comment\": "
+          "\"as in mcp.json: its flags are behind a pointer seccomp cannot read; ENOSYS makes libc fall back "
+          "to clone\"}\n%s  ]\n%s}",
           indent, indent, indent);
 }
 
 static void write_landlock(FILE *f, const struct learned_policy *p) {
-  fprintf(f, "{\n    \"comment\": \"The landlockconfig format of the run.codemode.landlock annotation: one more "
-             "Landlock layer; every filesystem right of ABI %d is handled, so what the run never did is "
-             "refused.\",\n",
+  fprintf(f,
+          "{\n    \"comment\": \"The landlockconfig format of the run.codemode.landlock annotation: one more "
+          "Landlock layer; every filesystem right of ABI %d is handled, so what the run never did is "
+          "refused.\",\n",
           p->landlock_abi);
   fprintf(f, "    \"abi\": %d,\n    \"ruleset\": [{\"handledAccessFs\": ", p->landlock_abi);
   put_access(f, spec_landlock_supported(SPEC_LANDLOCK_FS, p->landlock_abi));
@@ -189,8 +207,8 @@ static void write_landlock(FILE *f, const struct learned_policy *p) {
   fputs(p->n_paths ? "\n    ]\n  }" : "]\n  }", f);
 }
 
-static void write_entries(FILE *f, const char *key, const char *field, const struct learned_entry *v, size_t n,
-                          const char *prefix) {
+static void write_entries(FILE *f, const char *key, const char *field, const struct learned_entry *v,
+                          size_t n, const char *prefix) {
   fprintf(f, "\"%s\": [", key);
   for (size_t i = 0; i < n; i++) {
     char seen[128], comment[256];
@@ -219,9 +237,10 @@ char *learned_policy_json(const struct learned_policy *p) {
   size_t len = 0;
   FILE *f = open_memstream(&out, &len);
   fprintf(f, "{\n  \"codemodePolicy\": %d,\n", LEARNED_POLICY_FORMAT);
-  fprintf(f, "  \"comment\": \"What %zu observed run%s of this server used, learned by codemode. Apply it with "
-             "codemode-run --policy FILE: on top of the mcp profile, never instead of it. Merge runs with "
-             "codemode learn --merge; compare versions with codemode policy diff. codemode-profiles(5).\",\n",
+  fprintf(f,
+          "  \"comment\": \"What %zu observed run%s of this server used, learned by codemode. Apply it with "
+          "codemode-run --policy FILE: on top of the mcp profile, never instead of it. Merge runs with "
+          "codemode learn --merge; compare versions with codemode policy diff. codemode-profiles(5).\",\n",
           p->n_runs, p->n_runs == 1 ? "" : "s");
   fputs("  \"runs\": [", f);
   for (size_t i = 0; i < p->n_runs; i++) {
@@ -378,7 +397,8 @@ static int parse_rights(struct jctx *c, yajl_val arr, int abi, uint64_t *out, st
 
 static int parse_landlock(struct jctx *c, yajl_val ll, struct learned_policy *out, struct cm_error **err) {
   yajl_val paths = NULL;
-  if (jval_object(c, ll, err) < 0 || jget_int(c, ll, "abi", 1, SPEC_LANDLOCK_ABI_KNOWN, &out->landlock_abi, err) < 0 ||
+  if (jval_object(c, ll, err) < 0 ||
+      jget_int(c, ll, "abi", 1, SPEC_LANDLOCK_ABI_KNOWN, &out->landlock_abi, err) < 0 ||
       jrequire(c, ll, "abi", err) < 0 || jget_array(c, ll, "pathBeneath", &paths, err) < 0)
     return -1;
   for (size_t i = 0; paths && i < paths->u.array.len; i++) {
@@ -390,8 +410,9 @@ static int parse_landlock(struct jctx *c, yajl_val ll, struct learned_policy *ou
     struct learned_seen seen;
     uint64_t mask = 0;
     cleanup_free char *comment = NULL;
-    if (jval_object(c, e, err) < 0 || jrequire(c, e, "allowedAccess", err) < 0 || jrequire(c, e, "parent", err) < 0 ||
-        jget_array(c, e, "allowedAccess", &access, err) < 0 || jget_string(c, e, "comment", &comment, err) < 0)
+    if (jval_object(c, e, err) < 0 || jrequire(c, e, "allowedAccess", err) < 0 ||
+        jrequire(c, e, "parent", err) < 0 || jget_array(c, e, "allowedAccess", &access, err) < 0 ||
+        jget_string(c, e, "comment", &comment, err) < 0)
       return -1;
     learned_seen_parse(comment, &seen);
     /* "…; 14 paths beneath, e.g. /x/y" or "…; /x/y": what the rule stands for */
@@ -415,8 +436,8 @@ static int parse_landlock(struct jctx *c, yajl_val ll, struct learned_policy *ou
       return -1;
     for (size_t k = 0; k < parents.count; k++) {
       bool dotdot = false;
-      cleanup_free char *clean = path_is_absolute(parents.items[k]) ? path_clean_absolute(parents.items[k], &dotdot)
-                                                                     : NULL;
+      cleanup_free char *clean =
+          path_is_absolute(parents.items[k]) ? path_clean_absolute(parents.items[k], &dotdot) : NULL;
       if (clean == NULL) {
         jpush_key(c, "parent");
         jpush_index(c, k);
@@ -431,7 +452,8 @@ static int parse_landlock(struct jctx *c, yajl_val ll, struct learned_policy *ou
   return 0;
 }
 
-static int parse_entries(struct jctx *c, yajl_val obj, const char *key, const char *field, struct learned_policy *out,
+static int parse_entries(struct jctx *c, yajl_val obj, const char *key, const char *field,
+                         struct learned_policy *out,
                          void (*add)(struct learned_policy *, const char *, const struct learned_seen *),
                          struct cm_error **err) {
   yajl_val arr = NULL;
@@ -443,8 +465,8 @@ static int parse_entries(struct jctx *c, yajl_val obj, const char *key, const ch
     jpush_index(c, i);
     cleanup_free char *text = NULL;
     struct learned_seen seen;
-    if (jval_object(c, e, err) < 0 || jrequire(c, e, field, err) < 0 || jget_string(c, e, field, &text, err) < 0 ||
-        get_comment(c, e, &seen, err) < 0)
+    if (jval_object(c, e, err) < 0 || jrequire(c, e, field, err) < 0 ||
+        jget_string(c, e, field, &text, err) < 0 || get_comment(c, e, &seen, err) < 0)
       return -1;
     add(out, text, &seen);
     jpop(c, mark);
@@ -467,8 +489,10 @@ static int parse_runs(struct jctx *c, yajl_val root, struct learned_policy *out,
     *r = (struct learned_run){0};
     yajl_val secs = jfind(e, "seconds");
     if (jval_object(c, e, err) < 0 || jget_int(c, e, "run", 0, 1 << 20, &r->run, err) < 0 ||
-        jget_string(c, e, "started", &r->started, err) < 0 || jget_string(c, e, "source", &r->source, err) < 0 ||
-        jget_string(c, e, "command", &r->command, err) < 0 || jget_string(c, e, "kernel", &r->kernel, err) < 0 ||
+        jget_string(c, e, "started", &r->started, err) < 0 ||
+        jget_string(c, e, "source", &r->source, err) < 0 ||
+        jget_string(c, e, "command", &r->command, err) < 0 ||
+        jget_string(c, e, "kernel", &r->kernel, err) < 0 ||
         jget_int(c, e, "landlockAbi", 0, 1 << 10, &r->landlock_abi, err) < 0 ||
         jget_u64(c, e, "notifications", UINT64_MAX, &r->notifications, err) < 0 ||
         jget_strv(c, e, "mounts", &r->mounts, err) < 0)
@@ -518,7 +542,8 @@ int learned_policy_parse(const char *json, size_t len, const char *label, struct
   }
   if (eg) {
     mark = jpush_key(c, "egress");
-    if (jval_object(c, eg, err) < 0 || parse_entries(c, eg, "allow", "rule", out, learned_policy_add_host, err) < 0)
+    if (jval_object(c, eg, err) < 0 ||
+        parse_entries(c, eg, "allow", "rule", out, learned_policy_add_host, err) < 0)
       goto fail;
     jpop(c, mark);
   }

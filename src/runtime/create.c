@@ -87,9 +87,10 @@ static int validate_for_create(const struct spec *s, const struct create_options
   /* One listener per filter stack, and the supervisor's is handed over after `start`. */
   bool supervised = o->listener_filter || o->policy_seccomp;
   if (supervised && s->linux_.seccomp.present && seccomp_has_notify(&s->linux_.seccomp))
-    return cm_error_set(err, 0,
-                        "config.json: .linux.seccomp: SCMP_ACT_NOTIFY rules cannot be combined with a learned "
-                        "policy or learn mode (a filter stack has one listener; remove listenerPath)");
+    return cm_error_set(
+        err, 0,
+        "config.json: .linux.seccomp: SCMP_ACT_NOTIFY rules cannot be combined with a learned "
+        "policy or learn mode (a filter stack has one listener; remove listenerPath)");
   if (supervised && !o->start_at_once)
     return cm_error_set(err, 0, "internal error: a supervised seccomp filter needs start_at_once");
   /* Those filters are the last of the last steps, after no_new_privs; startContainer hooks run

@@ -2,13 +2,13 @@
 #ifndef CM_RUNTIME_RUNTIME_H
 #define CM_RUNTIME_RUNTIME_H
 
-#include <stdbool.h>
-#include <sys/types.h>
 #include "cgroup/cgroup.h"
 #include "linux/seccomp.h"
 #include "spec/landlock_config.h"
 #include "spec/spec.h"
 #include "util/error.h"
+#include <stdbool.h>
+#include <sys/types.h>
 
 struct egress_config;
 

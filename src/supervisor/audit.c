@@ -145,7 +145,8 @@ static void on_call(void *arg, const struct observed_call *c) {
       if (learned) {
         /* Where learning would have put the rule: a file's read/write rights on its directory. */
         char dir[PATH_MAX];
-        bool own = (refused & ~(uint64_t)LL_FS_FILE_RIGHTS) == 0 && !(refused & (LL_FS_EXECUTE | LL_FS_IOCTL_DEV));
+        bool own =
+            (refused & ~(uint64_t)LL_FS_FILE_RIGHTS) == 0 && !(refused & (LL_FS_EXECUTE | LL_FS_IOCTL_DEV));
         if (own)
           dir_of(f->path, dir, sizeof(dir));
         else
@@ -163,19 +164,20 @@ static void on_call(void *arg, const struct observed_call *c) {
       note(a, key, text, allow);
       {
         struct audit_log_record r = {.event = "file",
-                                 .decision = "deny",
-                                 .by = "landlock",
-                                 .syscall = c->name,
-                                 .nr = c->nr,
-                                 .pid = c->pid,
-                                 .comm = comm,
-                                 .errnum = EACCES,
-                                 .path = f->path,
-                                 .access = rights,
-                                 .layer = a->layer_names[k],
-                                 .rule = rule,
-                                 .reason = learned ? NULL : "the profile's layer: a policy cannot allow it",
-                                 .allow_with = allow};
+                                     .decision = "deny",
+                                     .by = "landlock",
+                                     .syscall = c->name,
+                                     .nr = c->nr,
+                                     .pid = c->pid,
+                                     .comm = comm,
+                                     .errnum = EACCES,
+                                     .path = f->path,
+                                     .access = rights,
+                                     .layer = a->layer_names[k],
+                                     .rule = rule,
+                                     .reason =
+                                         learned ? NULL : "the profile's layer: a policy cannot allow it",
+                                     .allow_with = allow};
         audit_log_write(a->log_fd, a->id, &r);
       }
       break; /* the first layer that refuses is the one named; the kernel needs only one */
@@ -196,7 +198,8 @@ static void on_denial(void *arg, const struct kernel_denial *d) {
   cleanup_free char *allow = NULL;
   const char *reason = NULL;
   if (a->policy && !listed) {
-    snprintf(rule, sizeof(rule), "learned policy: %s is not in seccomp.syscalls (default SCMP_ACT_ERRNO)", name);
+    snprintf(rule, sizeof(rule), "learned policy: %s is not in seccomp.syscalls (default SCMP_ACT_ERRNO)",
+             name);
     allow = learned_policy_allow_syscall(name);
   } else if (a->policy && only_args) {
     snprintf(rule, sizeof(rule), "learned policy: %s only with the arguments seen while learning", name);
@@ -212,18 +215,18 @@ static void on_denial(void *arg, const struct kernel_denial *d) {
   /* Every denial the kernel reports is one record. */
   note(a, key, text, allow);
   struct audit_log_record r = {.time = d->time[0] ? d->time : NULL,
-                           .event = "syscall",
-                           .decision = "deny",
-                           .by = "seccomp",
-                           .syscall = name,
-                           .nr = d->nr,
-                           .pid = d->pid,
-                           .comm = d->comm,
-                           .exe = d->exe,
-                           .errnum = d->errnum,
-                           .rule = rule,
-                           .reason = reason,
-                           .allow_with = allow};
+                               .event = "syscall",
+                               .decision = "deny",
+                               .by = "seccomp",
+                               .syscall = name,
+                               .nr = d->nr,
+                               .pid = d->pid,
+                               .comm = d->comm,
+                               .exe = d->exe,
+                               .errnum = d->errnum,
+                               .rule = rule,
+                               .reason = reason,
+                               .allow_with = allow};
   audit_log_write(a->log_fd, a->id, &r);
 }
 
@@ -231,12 +234,14 @@ static void on_no_records(void *arg, const char *why) {
   struct audit_session *a = arg;
   free(a->no_records);
   a->no_records = strdup(why);
-  struct audit_log_record r = {.event = "audit", .decision = "incomplete", .by = "seccomp", .nr = -1, .reason = why};
+  struct audit_log_record r = {
+      .event = "audit", .decision = "incomplete", .by = "seccomp", .nr = -1, .reason = why};
   audit_log_write(a->log_fd, a->id, &r);
 }
 
 void audit_session_sink(struct audit_session *a, struct observer_sink *out) {
-  *out = (struct observer_sink){.call = on_call, .denial = on_denial, .no_kernel_records = on_no_records, .arg = a};
+  *out = (struct observer_sink){
+      .call = on_call, .denial = on_denial, .no_kernel_records = on_no_records, .arg = a};
 }
 
 size_t audit_session_denials(const struct audit_session *a) {
@@ -246,7 +251,8 @@ size_t audit_session_denials(const struct audit_session *a) {
 static void note_host(struct audit_session *a, const char *host, unsigned port, const char *rule) {
   char key[300], text[400];
   snprintf(key, sizeof(key), "host %s:%u", host, port);
-  snprintf(text, sizeof(text), "host %s:%u: refused by the egress broker (%s)", host, port, rule ? rule : "no rule");
+  snprintf(text, sizeof(text), "host %s:%u: refused by the egress broker (%s)", host, port,
+           rule ? rule : "no rule");
   cleanup_free char *allow = learned_policy_allow_host(host, port);
   note(a, key, text, allow);
 }
@@ -277,7 +283,8 @@ void audit_session_read_log(struct audit_session *a, int log_fd, off_t start) {
       continue;
     yajl_val event = jfind(v, "event"), decision = jfind(v, "decision"), host = jfind(v, "host"),
              port = jfind(v, "port"), rule = jfind(v, "rule");
-    if (strcmp(sv(event), "connect") == 0 && sv(decision)[0] && strcmp(sv(decision), "allow") != 0 && sv(host)[0])
+    if (strcmp(sv(event), "connect") == 0 && sv(decision)[0] && strcmp(sv(decision), "allow") != 0 &&
+        sv(host)[0])
       note_host(a, sv(host), YAJL_IS_INTEGER(port) ? (unsigned)YAJL_GET_INTEGER(port) : 0,
                 sv(rule)[0] ? sv(rule) : NULL);
     yajl_tree_free(v);

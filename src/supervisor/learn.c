@@ -123,9 +123,11 @@ static void hosts_from_audit_log(struct learn_session *l, int fd, off_t start) {
       /* A connection a CIDR rule let through names an address, not a host. */
       bool v4 = inet_pton(AF_INET, sv(host), addr) == 1, v6 = !v4 && inet_pton(AF_INET6, sv(host), addr) == 1;
       if (allowed && (v4 || v6))
-        snprintf(text, sizeof(text), "allow-cidr %s/%d:%lld", sv(host), v4 ? 32 : 128, YAJL_GET_INTEGER(port));
+        snprintf(text, sizeof(text), "allow-cidr %s/%d:%lld", sv(host), v4 ? 32 : 128,
+                 YAJL_GET_INTEGER(port));
       else
-        snprintf(text, sizeof(text), "%s%s:%lld", allowed ? "allow-host " : "host ", sv(host), YAJL_GET_INTEGER(port));
+        snprintf(text, sizeof(text), "%s%s:%lld", allowed ? "allow-host " : "host ", sv(host),
+                 YAJL_GET_INTEGER(port));
       if (allowed)
         learned_policy_add_host(&l->p, text, &seen);
       else
@@ -136,8 +138,8 @@ static void hosts_from_audit_log(struct learn_session *l, int fd, off_t start) {
   free(line);
 }
 
-int learn_session_write(struct learn_session *l, const char *path, const struct learned_run *run, int audit_log_fd,
-                        off_t audit_log_start, struct cm_error **err) {
+int learn_session_write(struct learn_session *l, const char *path, const struct learned_run *run,
+                        int audit_log_fd, off_t audit_log_start, struct cm_error **err) {
   hosts_from_audit_log(l, audit_log_fd, audit_log_start);
   l->p.runs = calloc(1, sizeof(*l->p.runs));
   if (l->p.runs == NULL)
@@ -150,8 +152,8 @@ int learn_session_write(struct learn_session *l, const char *path, const struct 
   if (l->p.landlock_abi > 0)
     for (size_t i = 0; learned_baseline_paths[i].path; i++) {
       struct learned_seen base = {.baseline = true};
-      learned_policy_add_path(&l->p, learned_baseline_paths[i].path, learned_baseline_paths[i].access, &base, 0, NULL,
-                              false);
+      learned_policy_add_path(&l->p, learned_baseline_paths[i].path, learned_baseline_paths[i].access, &base,
+                              0, NULL, false);
     }
   learned_policy_normalize(&l->p);
   cleanup_free char *json = learned_policy_json(&l->p);

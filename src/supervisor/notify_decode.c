@@ -48,14 +48,34 @@
 
 enum kind {
   K_NONE,
-  K_OPEN, K_OPENAT, K_OPENAT2, K_CREAT,
-  K_EXECVE, K_EXECVEAT,
-  K_MKDIR, K_MKDIRAT, K_MKNOD, K_MKNODAT,
-  K_UNLINK, K_UNLINKAT, K_RMDIR,
-  K_RENAME, K_RENAMEAT, K_RENAMEAT2,
-  K_LINK, K_LINKAT, K_SYMLINK, K_SYMLINKAT,
-  K_TRUNCATE, K_FTRUNCATE, K_IOCTL, K_BIND,
-  K_CLONE, K_SOCKET, K_SOCKETPAIR, K_PRCTL,
+  K_OPEN,
+  K_OPENAT,
+  K_OPENAT2,
+  K_CREAT,
+  K_EXECVE,
+  K_EXECVEAT,
+  K_MKDIR,
+  K_MKDIRAT,
+  K_MKNOD,
+  K_MKNODAT,
+  K_UNLINK,
+  K_UNLINKAT,
+  K_RMDIR,
+  K_RENAME,
+  K_RENAMEAT,
+  K_RENAMEAT2,
+  K_LINK,
+  K_LINKAT,
+  K_SYMLINK,
+  K_SYMLINKAT,
+  K_TRUNCATE,
+  K_FTRUNCATE,
+  K_IOCTL,
+  K_BIND,
+  K_CLONE,
+  K_SOCKET,
+  K_SOCKETPAIR,
+  K_PRCTL,
 };
 
 static const struct {
@@ -63,23 +83,23 @@ static const struct {
   enum kind kind;
   bool file; /* watched by the audit filter */
 } decoded[] = {
-    {"open", K_OPEN, true},           {"openat", K_OPENAT, true},     {"openat2", K_OPENAT2, true},
-    {"creat", K_CREAT, true},         {"execve", K_EXECVE, true},     {"execveat", K_EXECVEAT, true},
-    {"mkdir", K_MKDIR, true},         {"mkdirat", K_MKDIRAT, true},   {"mknod", K_MKNOD, true},
-    {"mknodat", K_MKNODAT, true},     {"unlink", K_UNLINK, true},     {"unlinkat", K_UNLINKAT, true},
-    {"rmdir", K_RMDIR, true},         {"rename", K_RENAME, true},     {"renameat", K_RENAMEAT, true},
-    {"renameat2", K_RENAMEAT2, true}, {"link", K_LINK, true},         {"linkat", K_LINKAT, true},
+    {"open", K_OPEN, true},           {"openat", K_OPENAT, true},       {"openat2", K_OPENAT2, true},
+    {"creat", K_CREAT, true},         {"execve", K_EXECVE, true},       {"execveat", K_EXECVEAT, true},
+    {"mkdir", K_MKDIR, true},         {"mkdirat", K_MKDIRAT, true},     {"mknod", K_MKNOD, true},
+    {"mknodat", K_MKNODAT, true},     {"unlink", K_UNLINK, true},       {"unlinkat", K_UNLINKAT, true},
+    {"rmdir", K_RMDIR, true},         {"rename", K_RENAME, true},       {"renameat", K_RENAMEAT, true},
+    {"renameat2", K_RENAMEAT2, true}, {"link", K_LINK, true},           {"linkat", K_LINKAT, true},
     {"symlink", K_SYMLINK, true},     {"symlinkat", K_SYMLINKAT, true}, {"truncate", K_TRUNCATE, true},
-    {"ftruncate", K_FTRUNCATE, true}, {"ioctl", K_IOCTL, false},      {"bind", K_BIND, false},
-    {"clone", K_CLONE, false},        {"socket", K_SOCKET, false},    {"socketpair", K_SOCKETPAIR, false},
+    {"ftruncate", K_FTRUNCATE, true}, {"ioctl", K_IOCTL, false},        {"bind", K_BIND, false},
+    {"clone", K_CLONE, false},        {"socket", K_SOCKET, false},      {"socketpair", K_SOCKETPAIR, false},
     {"prctl", K_PRCTL, false},
 };
 #define N_DECODED (sizeof(decoded) / sizeof(decoded[0]))
 
 const char *const notify_file_syscalls[] = {
-    "open",   "openat",   "openat2",   "creat", "execve", "execveat", "mkdir",   "mkdirat",  "mknod",
-    "mknodat", "unlink",  "unlinkat",  "rmdir", "rename", "renameat", "renameat2", "link",   "linkat",
-    "symlink", "symlinkat", "truncate", "ftruncate", NULL};
+    "open",  "openat",  "openat2", "creat",     "execve",   "execveat",  "mkdir",    "mkdirat",
+    "mknod", "mknodat", "unlink",  "unlinkat",  "rmdir",    "rename",    "renameat", "renameat2",
+    "link",  "linkat",  "symlink", "symlinkat", "truncate", "ftruncate", NULL};
 
 #define MAX_NR 1024
 struct notify_decoder {
@@ -255,7 +275,8 @@ static void resolve(pid_t pid, const char *abs, bool follow, char out[PATH_MAX],
   if (tail == NULL) {
     *mode = st.st_mode;
     snprintf(out, PATH_MAX, "%s", real);
-  } else if ((size_t)snprintf(out, PATH_MAX, "%s%s%s", real, strcmp(real, "/") ? "/" : "", tail) >= PATH_MAX) {
+  } else if ((size_t)snprintf(out, PATH_MAX, "%s%s%s", real, strcmp(real, "/") ? "/" : "", tail) >=
+             PATH_MAX) {
     snprintf(out, PATH_MAX, "%s", abs);
   }
 }
@@ -367,7 +388,8 @@ static void decode_interpreters(struct observed_call *c, pid_t pid, const char *
     while (i < (size_t)n && head[i] != ' ' && head[i] != '\t' && head[i] != '\n' && k + 1 < sizeof(interp))
       interp[k++] = (char)head[i++];
     interp[k] = '\0';
-  } else if (n >= (ssize_t)sizeof(Elf64_Ehdr) && memcmp(head, ELFMAG, SELFMAG) == 0 && head[EI_CLASS] == ELFCLASS64) {
+  } else if (n >= (ssize_t)sizeof(Elf64_Ehdr) && memcmp(head, ELFMAG, SELFMAG) == 0 &&
+             head[EI_CLASS] == ELFCLASS64) {
     Elf64_Ehdr eh;
     memcpy(&eh, head, sizeof(eh));
     for (unsigned i = 0; i < eh.e_phnum && i < 64; i++) {
@@ -442,8 +464,8 @@ static void decode_remove(struct observed_call *c, pid_t pid, int dirfd, uint64_
   add_file(c, dir, dir_flag ? LL_FS_REMOVE_DIR : remove_right(mode));
 }
 
-static void decode_rename(struct observed_call *c, pid_t pid, int olddir, uint64_t old, int newdir, uint64_t new_,
-                          uint64_t flags) {
+static void decode_rename(struct observed_call *c, pid_t pid, int olddir, uint64_t old, int newdir,
+                          uint64_t new_, uint64_t flags) {
   char from[PATH_MAX], to[PATH_MAX], fdir[PATH_MAX], tdir[PATH_MAX];
   mode_t fmode, tmode;
   if (!path_arg(pid, olddir, old, false, from, &fmode) || !path_arg(pid, newdir, new_, false, to, &tmode))
@@ -465,8 +487,8 @@ static void decode_rename(struct observed_call *c, pid_t pid, int olddir, uint64
   }
 }
 
-static void decode_link(struct observed_call *c, pid_t pid, int olddir, uint64_t old, int newdir, uint64_t new_,
-                        bool follow) {
+static void decode_link(struct observed_call *c, pid_t pid, int olddir, uint64_t old, int newdir,
+                        uint64_t new_, bool follow) {
   char from[PATH_MAX], to[PATH_MAX], fdir[PATH_MAX], tdir[PATH_MAX];
   mode_t fmode, tmode;
   if (!path_arg(pid, olddir, old, follow, from, &fmode) || !path_arg(pid, newdir, new_, false, to, &tmode))
@@ -512,9 +534,11 @@ static void decode_bind(struct observed_call *c, pid_t pid, uint64_t addr, uint6
   add_file(c, dir, LL_FS_MAKE_SOCK);
 }
 
-static void key(struct observed_call *c, unsigned index, enum spec_seccomp_op op, uint64_t value, uint64_t two) {
+static void key(struct observed_call *c, unsigned index, enum spec_seccomp_op op, uint64_t value,
+                uint64_t two) {
   if (c->key.n < LEARNED_KEY_ARGS)
-    c->key.args[c->key.n++] = (struct spec_seccomp_arg){.index = index, .op = op, .value = value, .value_two = two};
+    c->key.args[c->key.n++] =
+        (struct spec_seccomp_arg){.index = index, .op = op, .value = value, .value_two = two};
 }
 
 static void decode(struct observed_call *c, enum kind k, pid_t pid, const uint64_t *a) {

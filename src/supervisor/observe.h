@@ -35,7 +35,7 @@ struct observed_file {
 struct observed_call {
   pid_t pid; /* in codemode-run's pid namespace */
   int nr;
-  const char *name; /* valid while the decoder is */
+  const char *name;       /* valid while the decoder is */
   struct learned_key key; /* the arguments that matter for the seccomp rule (learned_policy.h) */
   int n_files;
   struct observed_file files[OBSERVED_FILES_MAX];
@@ -77,13 +77,13 @@ struct observer_sink {
 
 struct observer {
   struct observer_sink sink;
-  int notify_fd;  /* the listener, -1 until attached (observer_attach_listener) */
-  int audit_fd;   /* the audit multicast socket, -1: none */
-  int wake_fd;    /* eventfd: a listener arrived, or stop */
+  int notify_fd; /* the listener, -1 until attached (observer_attach_listener) */
+  int audit_fd;  /* the audit multicast socket, -1: none */
+  int wake_fd;   /* eventfd: a listener arrived, or stop */
   bool stop;
-  pid_t init;                /* the container's init (host pid) */
-  uint32_t session;          /* its audit session id, when it is the container's own; 0: none */
-  uint64_t ns_pid;           /* inode of init's pid namespace (the records' other filter) */
+  pid_t init;       /* the container's init (host pid) */
+  uint32_t session; /* its audit session id, when it is the container's own; 0: none */
+  uint64_t ns_pid;  /* inode of init's pid namespace (the records' other filter) */
   struct notify_decoder *decoder;
   pthread_t thread;
   bool running;
@@ -113,8 +113,8 @@ struct learn_session *learn_session_new(const struct spec *s);
 void learn_session_sink(struct learn_session *l, struct observer_sink *out);
 /* The container is gone: turn what was seen into the policy file at `path` ("-": stderr), with
  * the run's description. `audit_log`: the broker's audit log to read the hosts from (-1: none). */
-int learn_session_write(struct learn_session *l, const char *path, const struct learned_run *run, int audit_log_fd,
-                        off_t audit_log_start, struct cm_error **err);
+int learn_session_write(struct learn_session *l, const char *path, const struct learned_run *run,
+                        int audit_log_fd, off_t audit_log_start, struct cm_error **err);
 void learn_session_free(struct learn_session *l);
 
 /* --- audit.c: denials of a run ---------------------------------------------------------------- */

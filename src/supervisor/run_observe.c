@@ -12,10 +12,10 @@
  *                  each ERRNO it returns), and the audit filter shows the files calls reach. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/utsname.h>
@@ -111,8 +111,9 @@ int run_observe_load(struct run_options *o, struct run_observe **out, struct cm_
   if (!learning && !o->policy && !auditing)
     return 0;
   if (learning && o->policy)
-    return cm_error_set(err, 0, "--learn and --policy: learn without a policy (a run under one sees only what it "
-                                "already allows), then merge the runs with codemode learn --merge");
+    return cm_error_set(err, 0,
+                        "--learn and --policy: learn without a policy (a run under one sees only what it "
+                        "already allows), then merge the runs with codemode learn --merge");
   struct run_observe *r = calloc(1, sizeof(*r));
   if (r == NULL)
     abort();
@@ -139,23 +140,26 @@ int run_observe_load(struct run_options *o, struct run_observe **out, struct cm_
       else if (strncmp(t, "allow-cidr ", 11) == 0)
         spec_strv_push(&o->egress.allow_cidr, t + 11);
       else
-        return cm_error_set(err, 0, "--policy %s: .egress.allow[%zu]: \"%s\" is not an allow-host or allow-cidr rule",
+        return cm_error_set(err, 0,
+                            "--policy %s: .egress.allow[%zu]: \"%s\" is not an allow-host or allow-cidr rule",
                             o->policy, i, t);
     }
   }
   return 0;
 }
 
-int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spec *s, struct policy_result *pol,
-                        enum policy_profile profile, const char *bundle, struct cm_error **err) {
+int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spec *s,
+                        struct policy_result *pol, enum policy_profile profile, const char *bundle,
+                        struct cm_error **err) {
   if (r == NULL)
     return 0;
   bool learning = r->learning, auditing = r->auditing;
   /* The learned policy is written for, and stacked on, the mcp profile: learning under less
    * would record what mcp refuses anyway, applying it under less would be looser than mcp. */
   if ((learning || o->policy) && profile == POLICY_PROFILE_DEFAULT)
-    return cm_error_set(err, 0, "%s: needs the mcp profile (the learned policy is stacked on it, never instead of "
-                                "it): drop --profile default",
+    return cm_error_set(err, 0,
+                        "%s: needs the mcp profile (the learned policy is stacked on it, never instead of "
+                        "it): drop --profile default",
                         learning ? "--learn" : "--policy");
   r->source = describe_source(o, bundle);
   if (auditing) {
@@ -197,7 +201,8 @@ int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spe
     if (seccomp_listener_compile(false, notify_file_syscalls, &r->listener, err) < 0)
       return -1;
   }
-  struct observer_sink tee = {.call = tee_call, .denial = tee_denial, .no_kernel_records = tee_no_records, .arg = r};
+  struct observer_sink tee = {
+      .call = tee_call, .denial = tee_denial, .no_kernel_records = tee_no_records, .arg = r};
   if (observer_start(&r->obs, &tee, true, err) < 0)
     return cm_error_prefix(err, "%s", learning ? "--learn" : "the audit");
   return 0;
@@ -225,29 +230,35 @@ void run_observe_explain(const struct run_observe *r, const struct run_options *
   while (learned_baseline_syscalls[baseline])
     baseline++;
   if (r->learning)
-    printf("learn: every syscall but %zu baseline ones is shown to codemode-run, which records it and lets it "
-           "through; the policy goes to %s\n",
-           baseline, strcmp(r->learn_to, "-") ? r->learn_to : "stderr");
+    printf(
+        "learn: every syscall but %zu baseline ones is shown to codemode-run, which records it and lets it "
+        "through; the policy goes to %s\n",
+        baseline, strcmp(r->learn_to, "-") ? r->learn_to : "stderr");
   if (r->has_policy) {
     /* How much smaller than the usual profiles, resolved for this machine and no capabilities. */
     struct seccomp_profile_target none = {0};
     struct spec_seccomp docker = {0}, mcp = {0};
     struct cm_error *ignored = NULL;
-    size_t n_docker = seccomp_profile_load("default", &none, &docker, &ignored) == 0 ? seccomp_profile_count_allowed(&docker) : 0;
+    size_t n_docker = seccomp_profile_load("default", &none, &docker, &ignored) == 0
+                          ? seccomp_profile_count_allowed(&docker)
+                          : 0;
     cm_error_freep(&ignored);
-    size_t n_mcp = seccomp_profile_load("mcp", &none, &mcp, &ignored) == 0 ? seccomp_profile_count_allowed(&mcp) : 0;
+    size_t n_mcp =
+        seccomp_profile_load("mcp", &none, &mcp, &ignored) == 0 ? seccomp_profile_count_allowed(&mcp) : 0;
     cm_error_freep(&ignored);
-    printf("policy: %s: seccomp: allows %zu syscalls (Docker's default profile: %zu, mcp.json: %zu), stacked after "
+    printf("policy: %s: seccomp: allows %zu syscalls (Docker's default profile: %zu, mcp.json: %zu), stacked "
+           "after "
            "the mcp profile's filter (default SCMP_ACT_ERRNO)\n",
            o->policy, seccomp_profile_count_allowed(&r->policy_seccomp), n_docker, n_mcp);
     seccomp_profile_free(&docker);
     seccomp_profile_free(&mcp);
     if (r->policy_landlock.present)
-      printf("policy: %s: landlock: one more layer of %zu rules (ABI %d)\n", o->policy, r->policy_landlock.n_paths,
-             r->policy.landlock_abi);
+      printf("policy: %s: landlock: one more layer of %zu rules (ABI %d)\n", o->policy,
+             r->policy_landlock.n_paths, r->policy.landlock_abi);
   }
   if (r->auditing)
-    printf("audit: denials to %s%s\n", o->audit_log ? o->audit_log : "", o->audit_summary ? " (summary on exit)" : "");
+    printf("audit: denials to %s%s\n", o->audit_log ? o->audit_log : "",
+           o->audit_summary ? " (summary on exit)" : "");
 }
 
 void run_observe_create_options(struct run_observe *r, struct create_options *co) {
@@ -304,7 +315,8 @@ int run_observe_finish(struct run_observe *r, const struct run_options *o, const
         .source = r->source,
         .command = cmd,
         .kernel = have_u ? u.release : NULL,
-        .seconds = (double)(end.tv_sec - r->started.tv_sec) + (double)(end.tv_usec - r->started.tv_usec) / 1e6,
+        .seconds =
+            (double)(end.tv_sec - r->started.tv_sec) + (double)(end.tv_usec - r->started.tv_usec) / 1e6,
         .landlock_abi = landlock_abi() > SPEC_LANDLOCK_ABI_KNOWN ? SPEC_LANDLOCK_ABI_KNOWN : landlock_abi(),
         .notifications = r->obs.notifications,
     };

@@ -10,8 +10,8 @@
 #include <sys/types.h>
 
 #include "policy/egress.h"
-#include "runtime/egress.h"
 #include "policy/profile.h"
+#include "runtime/egress.h"
 #include "runtime/runtime.h"
 #include "spec/spec.h"
 
@@ -164,8 +164,9 @@ struct run_observe;
 int run_observe_load(struct run_options *o, struct run_observe **out, struct cm_error **err);
 /* After the profile: checks the flags against it, tightens pol (the profile's filter then reports
  * its denials to the kernel's audit records), starts the observer. */
-int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spec *s, struct policy_result *pol,
-                        enum policy_profile profile, const char *bundle, struct cm_error **err);
+int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spec *s,
+                        struct policy_result *pol, enum policy_profile profile, const char *bundle,
+                        struct cm_error **err);
 /* Learning with an egress allowlist: the broker's records (the hosts) reach us. */
 void run_observe_egress(struct run_observe *r, struct egress_config *egress);
 /* --explain lines. */

@@ -27,8 +27,8 @@ int audit_log_open(const char *path, struct cm_error **err) {
       close(rfd);
     if (n != 7 || memcmp(head, "{\"v\":1,", 7) != 0) {
       close(fd);
-      return cm_error_set(err, EINVAL, "--audit-log %s: exists and is not a codemode audit log (JSON Lines, \"v\":1)",
-                          path);
+      return cm_error_set(
+          err, EINVAL, "--audit-log %s: exists and is not a codemode audit log (JSON Lines, \"v\":1)", path);
     }
   }
   fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);

@@ -46,7 +46,8 @@ static size_t rules_named(const struct learned_policy *p, const char *name, bool
 
 static struct learned_key ioctl_key(uint64_t req) {
   struct learned_key k = {.n = 1};
-  k.args[0] = (struct spec_seccomp_arg){.index = 1, .op = SPEC_SECCOMP_OP_MASKED_EQ, .value = 0xFFFFFFFF, .value_two = req};
+  k.args[0] = (struct spec_seccomp_arg){
+      .index = 1, .op = SPEC_SECCOMP_OP_MASKED_EQ, .value = 0xFFFFFFFF, .value_two = req};
   return k;
 }
 
@@ -66,9 +67,14 @@ static void sample(struct learned_policy *p) {
   static const char *const mounts[] = {"/data", "/tmp", NULL};
   add_run(p, mounts);
   struct learned_seen s = seen_at("2026-12-01T10:00:01.000Z", 1, 1);
-  const char *reads[] = {"/app/node_modules/a/index.js", "/app/node_modules/a/package.json",
-                         "/app/node_modules/b/lib/x.js", "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                         "/etc/passwd",  "/data/in/one.txt", "/proc/self/status", "/proc/1234/maps"};
+  const char *reads[] = {"/app/node_modules/a/index.js",
+                         "/app/node_modules/a/package.json",
+                         "/app/node_modules/b/lib/x.js",
+                         "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                         "/etc/passwd",
+                         "/data/in/one.txt",
+                         "/proc/self/status",
+                         "/proc/1234/maps"};
   for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++)
     learned_policy_add_path(p, reads[i], LL_FS_READ_FILE, &s, 0, NULL, true);
   learned_policy_add_path(p, "/usr/bin/node", LL_FS_EXECUTE | LL_FS_READ_FILE, &s, 0, NULL, true);
@@ -83,7 +89,8 @@ static void sample(struct learned_policy *p) {
   learned_policy_add_rule(p, "ioctl", &k, &s);
   struct learned_key sock = {.n = 2};
   sock.args[0] = (struct spec_seccomp_arg){.index = 0, .op = SPEC_SECCOMP_OP_EQ, .value = 1};
-  sock.args[1] = (struct spec_seccomp_arg){.index = 1, .op = SPEC_SECCOMP_OP_MASKED_EQ, .value = 0xF, .value_two = 1};
+  sock.args[1] =
+      (struct spec_seccomp_arg){.index = 1, .op = SPEC_SECCOMP_OP_MASKED_EQ, .value = 0xF, .value_two = 1};
   learned_policy_add_rule(p, "socket", &sock, &s);
   learned_policy_add_host(p, "allow-host api.example.com:443", &s);
   learned_policy_normalize(p);
@@ -219,7 +226,8 @@ static void test_round_trip(void **state) {
       fclose(f);
     if (g)
       fclose(g);
-    print_error("written and read back differ: diff /tmp/cm-test-learned-a.json /tmp/cm-test-learned-b.json\n");
+    print_error(
+        "written and read back differ: diff /tmp/cm-test-learned-a.json /tmp/cm-test-learned-b.json\n");
     fail();
   }
   /* the sightings survive in the comments */
@@ -370,16 +378,20 @@ static void expect_parse_error(const char *json, const char *want) {
 static void test_parse_errors(void **state) {
   expect_parse_error("{}", "codemodePolicy");
   expect_parse_error("{\"codemodePolicy\": 2}", "format 2");
-  expect_parse_error("{\"codemodePolicy\": 1, \"landlock\": {\"abi\": 3, \"pathBeneath\": [{\"allowedAccess\": "
-                     "[\"rd\"], \"parent\": [\"/x\"]}]}}",
-                     ".landlock.pathBeneath[0].allowedAccess[0]");
-  expect_parse_error("{\"codemodePolicy\": 1, \"landlock\": {\"abi\": 3, \"pathBeneath\": [{\"allowedAccess\": "
-                     "[\"read_file\"], \"parent\": [\"../x\"]}]}}",
-                     "absolute");
-  expect_parse_error("{\"codemodePolicy\": 1, \"seccomp\": {\"syscalls\": [{\"names\": [\"ioctl\"], \"action\": "
-                     "\"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 1, \"value\": 1, \"op\": \"SCMP_CMP_GT\"}]}]}}",
-                     ".seccomp.syscalls[0].args[0]");
-  expect_parse_error("{\"codemodePolicy\": 1, \"egress\": {\"allow\": [{\"comment\": \"x\"}]}}", ".egress.allow[0]");
+  expect_parse_error(
+      "{\"codemodePolicy\": 1, \"landlock\": {\"abi\": 3, \"pathBeneath\": [{\"allowedAccess\": "
+      "[\"rd\"], \"parent\": [\"/x\"]}]}}",
+      ".landlock.pathBeneath[0].allowedAccess[0]");
+  expect_parse_error(
+      "{\"codemodePolicy\": 1, \"landlock\": {\"abi\": 3, \"pathBeneath\": [{\"allowedAccess\": "
+      "[\"read_file\"], \"parent\": [\"../x\"]}]}}",
+      "absolute");
+  expect_parse_error(
+      "{\"codemodePolicy\": 1, \"seccomp\": {\"syscalls\": [{\"names\": [\"ioctl\"], \"action\": "
+      "\"SCMP_ACT_ALLOW\", \"args\": [{\"index\": 1, \"value\": 1, \"op\": \"SCMP_CMP_GT\"}]}]}}",
+      ".seccomp.syscalls[0].args[0]");
+  expect_parse_error("{\"codemodePolicy\": 1, \"egress\": {\"allow\": [{\"comment\": \"x\"}]}}",
+                     ".egress.allow[0]");
 }
 
 static void test_seen_comments(void **state) {
@@ -402,11 +414,11 @@ static void test_seen_comments(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_collapse),       cmocka_unit_test(test_read_merge_stops_at_a_mount),
-      cmocka_unit_test(test_made_directories),
-      cmocka_unit_test(test_argument_limits), cmocka_unit_test(test_round_trip),
-      cmocka_unit_test(test_merge_and_diff),  cmocka_unit_test(test_applying),
-      cmocka_unit_test(test_parse_errors),    cmocka_unit_test(test_seen_comments),
+      cmocka_unit_test(test_collapse),         cmocka_unit_test(test_read_merge_stops_at_a_mount),
+      cmocka_unit_test(test_made_directories), cmocka_unit_test(test_argument_limits),
+      cmocka_unit_test(test_round_trip),       cmocka_unit_test(test_merge_and_diff),
+      cmocka_unit_test(test_applying),         cmocka_unit_test(test_parse_errors),
+      cmocka_unit_test(test_seen_comments),
   };
   return cmocka_run_group_tests_name("learned_policy", tests, NULL, NULL);
 }

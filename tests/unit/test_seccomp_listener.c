@@ -11,8 +11,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <grp.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +87,8 @@ static void note(struct seen *s, const struct observed_call *c) {
 
 /* The supervisor, as nobody: returns a bit mask of what it failed to see (0: all seen). */
 static int supervise(bool audit_filter) {
-  if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
+  if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+      setresuid(NOBODY, NOBODY, NOBODY) < 0)
     return 0x100;
   /* The uid change made us non-dumpable (as any set*id does); a rootless codemode-run never
    * changed its uid and is dumpable, which is what pidfd_getfd's ptrace check asks of a target
@@ -180,9 +181,10 @@ static void run_as_nobody(bool audit_filter) {
   rmdir(path);
   rmdir(dir);
   if (n != sizeof(result) || result != 0) {
-    print_error("supervisor as nobody: 0x%x (1 open, 2 socket, 4 ioctl, 8 mkdir, 0x10 the audit filter saw "
-                "non-file calls, 0x20 a baseline call was notified; 0x100 and up: setup, 0x8000|N target exit N)\n",
-                result);
+    print_error(
+        "supervisor as nobody: 0x%x (1 open, 2 socket, 4 ioctl, 8 mkdir, 0x10 the audit filter saw "
+        "non-file calls, 0x20 a baseline call was notified; 0x100 and up: setup, 0x8000|N target exit N)\n",
+        result);
     fail();
   }
 }
