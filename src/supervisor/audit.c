@@ -282,11 +282,11 @@ void audit_session_read_log(struct audit_session *a, int log_fd, off_t start) {
     if (v == NULL)
       continue;
     yajl_val event = jfind(v, "event"), decision = jfind(v, "decision"), host = jfind(v, "host"),
-             port = jfind(v, "port"), rule = jfind(v, "rule");
+             port = jfind(v, "port"), rule = jfind(v, "rule"), reason = jfind(v, "reason");
     if (strcmp(sv(event), "connect") == 0 && sv(decision)[0] && strcmp(sv(decision), "allow") != 0 &&
         sv(host)[0])
       note_host(a, sv(host), YAJL_IS_INTEGER(port) ? (unsigned)YAJL_GET_INTEGER(port) : 0,
-                sv(rule)[0] ? sv(rule) : NULL);
+                sv(rule)[0] ? sv(rule) : sv(reason)[0] ? sv(reason) : NULL);
     yajl_tree_free(v);
   }
   free(line);
