@@ -258,6 +258,19 @@ void learned_paths_collapse(struct learned_policy *p) {
   place_files(p);
   while (merge_once(p, &a))
     ;
+  /* One rule per path: a file's exact rule and a directory rule on the same path are the same
+   * rule to Landlock. */
+  for (size_t i = 0; i < p->n_paths; i++)
+    for (size_t k = i + 1; k < p->n_paths;) {
+      if (strcmp(p->paths[i].path, p->paths[k].path) == 0) {
+        p->paths[i].access |= p->paths[k].access;
+        learned_seen_merge(&p->paths[i].seen, &p->paths[k].seen);
+        p->paths[i].file = p->paths[i].file && p->paths[k].file;
+        remove_path(p, k);
+      } else {
+        k++;
+      }
+    }
   /* Step 4: covered by a directory rule above (or at) it with every right it has. */
   for (size_t i = 0; i < p->n_paths;) {
     bool covered = false;

@@ -24,10 +24,15 @@ struct learn_session {
   struct spec_strv mounts;
 };
 
-struct learn_session *learn_session_new(const struct spec *s) {
+struct learn_session *learn_session_new(void) {
   struct learn_session *l = calloc(1, sizeof(*l));
   if (l == NULL)
     abort();
+  return l;
+}
+
+void learn_session_mounts(struct learn_session *l, const struct spec *s) {
+  spec_strv_free(&l->mounts);
   for (size_t i = 0; i < s->n_mounts; i++) {
     const char *d = s->mounts[i].destination ? s->mounts[i].destination : "";
     /* /dev's and /proc's own mounts are not where a server keeps files */
@@ -36,7 +41,6 @@ struct learn_session *learn_session_new(const struct spec *s) {
     if (d[0] == '/' && !system)
       spec_strv_push(&l->mounts, d);
   }
-  return l;
 }
 
 static void now_seen(struct learned_seen *s) {

@@ -108,8 +108,9 @@ void observer_stop(struct observer *o);
 /* --- learn.c: --learn ------------------------------------------------------------------------ */
 
 struct learn_session;
-/* `anchors`: the mount destinations of the container (paths are not collapsed above them). */
-struct learn_session *learn_session_new(const struct spec *s);
+struct learn_session *learn_session_new(void);
+/* The container's mount destinations as it ran (paths are not collapsed above them). */
+void learn_session_mounts(struct learn_session *l, const struct spec *s);
 void learn_session_sink(struct learn_session *l, struct observer_sink *out);
 /* The container is gone: turn what was seen into the policy file at `path` ("-": stderr), with
  * the run's description. `audit_log`: the broker's audit log to read the hosts from (-1: none). */

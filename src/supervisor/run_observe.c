@@ -193,7 +193,7 @@ int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spe
 
   /* The supervisor's listener: the learning filter, or (auditing files) the audit filter. */
   if (learning) {
-    r->learn = learn_session_new(s);
+    r->learn = learn_session_new();
     learn_session_sink(r->learn, &r->learn_sink);
     if (seccomp_listener_compile(true, learned_baseline_syscalls, &r->listener, err) < 0)
       return -1;
@@ -320,6 +320,7 @@ int run_observe_finish(struct run_observe *r, const struct run_options *o, const
         .landlock_abi = landlock_abi() > SPEC_LANDLOCK_ABI_KNOWN ? SPEC_LANDLOCK_ABI_KNOWN : landlock_abi(),
         .notifications = r->obs.notifications,
     };
+    learn_session_mounts(r->learn, s); /* with the mounts codemode-run added after the profile */
     rc = learn_session_write(r->learn, r->learn_to, &run, r->audit_fd, r->audit_start, err);
     if (rc == 0 && strcmp(r->learn_to, "-") != 0)
       fprintf(stderr, "codemode-run: learned policy written to %s (%llu calls seen)\n", r->learn_to,
