@@ -255,3 +255,17 @@ nothing_left() {
   run -0 "$CODEMODE" --profile mcp-audit policy explain -b "$BUNDLE"
   [[ "$output" == *"mcp-audit enforces mcp.json"* ]]
 }
+
+@test "learn: --host: the host's system directories bound read-only are mount points of the collapse; the replay passes" {
+  timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --learn "$POL" --host -- \
+    /bin/sh -c 'ls /usr/bin >/dev/null; echo host-ok' </dev/null >"$TEST_DIR/out" 2>&1
+  grep -q host-ok "$TEST_DIR/out"
+  jq -e '.runs[0].mounts | index("/usr")' "$POL" >/dev/null
+  jq -e '.landlock.pathBeneath[] | select(.parent == ["/usr"]) | .allowedAccess | index("read_file")' "$POL" >/dev/null
+  ! jq -e '.landlock.pathBeneath[] | select(.parent == ["/"])' "$POL" >/dev/null
+  timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --policy "$POL" --audit-summary --host -- \
+    /bin/sh -c 'ls /usr/bin >/dev/null; echo host-ok' </dev/null >"$TEST_DIR/out" 2>&1
+  grep -q host-ok "$TEST_DIR/out"
+  grep -q "audit: no denial in this run" "$TEST_DIR/out"
+  nothing_left
+}
