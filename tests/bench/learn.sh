@@ -44,7 +44,7 @@ opts() {
   policy+audit) echo "--policy $work/calls.json --audit-summary" ;;
   esac
 }
-for r in 1 2 3; do
+for _ in 1 2 3; do
   for m in "${modes[@]}"; do
     # shellcheck disable=SC2046
     out=$("${run[@]}" $(opts "$m") "$work/bb" -- /calls 20000 </dev/null 2>/dev/null)
@@ -52,6 +52,7 @@ for r in 1 2 3; do
     base_ns[$m]+="$(sed -E 's/.*baseline_ns ([0-9]+).*/\1/' <<<"$out") "
   done
 done
+# shellcheck disable=SC2086 # $1 is a list of numbers, split on purpose
 median() { printf '%s\n' $1 | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 
 # 2. The MCP server.

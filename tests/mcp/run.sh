@@ -380,7 +380,7 @@ diffs=$("$CODEMODE" policy diff "$pol_a" "$pol_ab")
 if [ $rc -eq 0 ] && [ $alone_rc -ne 0 ] && [ "$(jq '.runs | length' "$pol_ab")" = 2 ] && grep -q '^seccomp: + rename' <<<"$diffs"; then
   pass "learn: two sessions covering different tools, merged: both pass (the second alone fails under the first's policy; diff: $(wc -l <<<"$diffs") lines)"
 else
-  fail "learn: merge (rc=$rc, second alone rc=$alone_rc)" "${out//$'\n'/ | }" "${out_a:-}" "${out_b:-}" "$diffs"
+  fail "learn: merge (rc=$rc, second alone rc=$alone_rc)" "${out//$'\n'/ | }" "${alone:-}" "${out_a:-}" "${out_b:-}" "$diffs"
 fi
 line=$("$CODEMODE_RUN" --explain --policy "$pol_ab" "$work/bundle" 2>&1 | grep '^policy: .*seccomp: allows')
 learned=$(sed -E 's/.*allows ([0-9]+) syscalls.*/\1/' <<<"$line")
