@@ -285,6 +285,7 @@ void learned_paths_collapse(struct learned_policy *p) {
       i++;
     }
   }
-  qsort(p->paths, p->n_paths, sizeof(*p->paths), path_order);
+  if (p->n_paths)  /* qsort of NULL is undefined */
+    qsort(p->paths, p->n_paths, sizeof(*p->paths), path_order);
   free(a.v);
 }

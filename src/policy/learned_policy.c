@@ -88,7 +88,7 @@ void learned_seen_format(const struct learned_seen *s, char *buf, size_t size) {
 
 void learned_seen_parse(const char *comment, struct learned_seen *out) {
   memset(out, 0, sizeof(*out));
-  out->baseline = comment && strncmp(comment, "the baseline", 12) == 0;
+  out->baseline = comment && strstr(comment, "the baseline: ") != NULL;
   const char *p = comment ? strstr(comment, "seen ") : NULL;
   if (p == NULL)
     return;
@@ -200,7 +200,8 @@ static int entry_order(const void *a, const void *b) {
 }
 
 static void normalize_rules(struct learned_policy *p) {
-  qsort(p->rules, p->n_rules, sizeof(*p->rules), rule_order);
+  if (p->n_rules)  /* qsort of NULL is undefined */
+    qsort(p->rules, p->n_rules, sizeof(*p->rules), rule_order);
   size_t out = 0;
   for (size_t i = 0; i < p->n_rules;) {
     /* The rules of one name: [i, j). */
@@ -233,8 +234,10 @@ static void normalize_rules(struct learned_policy *p) {
 void learned_policy_normalize(struct learned_policy *p) {
   normalize_rules(p);
   learned_paths_collapse(p);
-  qsort(p->hosts, p->n_hosts, sizeof(*p->hosts), entry_order);
-  qsort(p->denied, p->n_denied, sizeof(*p->denied), entry_order);
+  if (p->n_hosts)  /* qsort of NULL is undefined */
+    qsort(p->hosts, p->n_hosts, sizeof(*p->hosts), entry_order);
+  if (p->n_denied)  /* qsort of NULL is undefined */
+    qsort(p->denied, p->n_denied, sizeof(*p->denied), entry_order);
 }
 
 /* --- free ------------------------------------------------------------------------------------ */
@@ -346,6 +349,9 @@ void learned_policy_diff(const struct learned_policy *old, const struct learned_
   for (int side = 0; side < 2; side++) {
     const struct learned_policy *a = side ? old : new_, *b = side ? new_ : old;
     for (size_t i = 0; i < a->n_rules; i++) {
+      /* The baseline is allowed by every learned policy, listed or not. */
+      if (learned_is_baseline(a->rules[i].name))
+        continue;
       bool found = false;
       for (size_t k = 0; k < b->n_rules && !found; k++)
         found = strcmp(a->rules[i].name, b->rules[k].name) == 0 &&
@@ -440,10 +446,10 @@ bool learned_policy_has_syscall(const struct learned_policy *p, const char *name
 }
 
 char *learned_policy_allow_syscall(const char *name) {
-  char *s;
-  if (asprintf(&s, "\"seccomp\": {\"syscalls\": [{\"names\": [\"%s\"], \"action\": \"SCMP_ACT_ALLOW\"}]}",
-               name) < 0)
+  char *s, *json = learned_json_string(name);
+  if (asprintf(&s, "\"seccomp\": {\"syscalls\": [{\"names\": [%s], \"action\": \"SCMP_ACT_ALLOW\"}]}", json) < 0)
     abort();
+  free(json);
   return s;
 }
 

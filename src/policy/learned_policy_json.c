@@ -148,7 +148,9 @@ static void write_seccomp(FILE *f, const struct learned_policy *p, const char *i
     const struct learned_rule *r = &p->rules[i];
     if (learned_is_baseline(r->name))
       continue;
-    fprintf(f, ",\n%s    {\"names\": [\"%s\"], \"action\": \"SCMP_ACT_ALLOW\"", indent, r->name);
+    fprintf(f, ",\n%s    {\"names\": [", indent);
+    put_str(f, r->name); /* the name came from a file: never trusted to be a plain word */
+    fputs("], \"action\": \"SCMP_ACT_ALLOW\"", f);
     if (r->key.n) {
       fputs(", \"args\": [", f);
       for (int k = 0; k < r->key.n; k++) {
