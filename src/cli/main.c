@@ -45,14 +45,10 @@ static const char usage[] =
     "  --debug                   debug logging\n"
     "  --systemd-cgroup          use the systemd cgroup driver\n"
     "  --cgroup-manager cgroupfs|systemd|disabled\n"
-    "  --profile NAME            hardening profile: default, mcp, mcp-audit (= mcp here; learn
-"
-    "                            mode under codemode-run) (codemode-profiles(5));
-"
-    "                            `codemode policy explain` shows what it changes; run as
-"
-    "                            codemode-mcp (a link to codemode), mcp is the least it gets
-"
+    "  --profile NAME            hardening profile: default, mcp, mcp-audit (= mcp here; learn\n"
+    "                            mode under codemode-run) (codemode-profiles(5));\n"
+    "                            `codemode policy explain` shows what it changes; run as\n"
+    "                            codemode-mcp (a link to codemode), mcp is the least it gets\n"
     "  --allow-host HOST[:PORT]  egress allowlist (repeatable): the container may reach HOST\n"
     "                            (port 443 by default; *.DOMAIN: its subdomains) through a\n"
     "                            per-container broker; nothing allowed: loopback only\n"

@@ -1,6 +1,7 @@
 /* linux/seccomp_listener + supervisor/notify_decode, rootless: a process running as nobody
- * (no capability, no root anywhere) loads the learning filter and hands its listener over by
- * write(2) (its baseline), its supervisor (also nobody) takes it with pidfd_getfd, and sees every
+ * (no capability, no root anywhere) runs the last steps that load the learning filter and hand
+ * its listener over by write(2) (its baseline), its supervisor (also nobody) takes it with
+ * pidfd_getfd, and sees every
  * call with the arguments that matter and the files reached, each answered CONTINUE (the calls
  * work), without auditd, eBPF or ptrace. Also the audit filter: only the file calls reach it. */
 #include <setjmp.h>
@@ -25,6 +26,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "linux/last_steps.h"
 #include "linux/seccomp_listener.h"
 #include "policy/learned_policy.h"
 #include "supervisor/observe.h"
@@ -37,7 +39,11 @@ static char dir[64];
 /* The target: the learning filter, then a few calls whose results it checks itself. */
 static void target(int sock, const struct seccomp_program *prog) {
   struct cm_error *err = NULL;
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_supervised_load(NULL, prog, sock, &err) < 0)
+  /* The same steps init's last steps end with (linux/last_steps.h), run in place. */
+  struct last_steps ls;
+  last_steps_init(&ls, STDERR_FILENO, false);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_supervised_emit(&ls, NULL, prog, sock, &err) < 0 ||
+      last_steps_run_here(&ls, &err) < 0)
     _exit(10);
   char path[128];
   snprintf(path, sizeof(path), "%s/file", dir);
@@ -112,7 +118,7 @@ static int supervise(bool audit_filter) {
   struct sync_msg m;
   if (sync_recv(sv[0], &m, NULL, &err) != 0 || m.type != SYNC_LISTENER_READY)
     return 0x800;
-  int fd = seccomp_listener_take(pid, (int)m.value, &err);
+  int fd = seccomp_listener_take(pid, &err);
   if (fd < 0)
     return 0x1000;
   struct notify_decoder *d = notify_decoder_new(&err);
