@@ -23,7 +23,10 @@ enum sync_msg_type {
   SYNC_EGRESS_SOCKET,     /* init → parent: a socket for the egress broker (linux/egress_sockets.h);
                            * value = role | port << 8 */
   SYNC_MOUNT_SOURCES,     /* stage1 → parent: open my bind sources; parent → stage1: all sent */
-  SYNC_MOUNT_SOURCE       /* parent → stage1: value = index in mounts[], the source's O_PATH fd */
+  SYNC_MOUNT_SOURCE,      /* parent → stage1: value = index in mounts[], the source's O_PATH fd */
+  SYNC_LISTENER_READY,    /* last steps → parent, a plain write(2): the supervisor's seccomp
+                           * listener is loaded (linux/seccomp_listener.h); the parent takes it */
+  SYNC_LISTENER_TAKEN     /* parent → last steps: the supervisor has it (a plain read(2)) */
 };
 
 struct sync_msg {
