@@ -33,7 +33,9 @@ pids=()
 cleanup() {
   set +e
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
+  # Only our own: a bare `wait` would also wait for the dockerd that dockerd_start left in the
+  # background of this shell, which only dockerd_stop ends (CI hung here until its timeout).
+  [ "${#pids[@]}" -eq 0 ] || wait "${pids[@]}" 2>/dev/null
   [ -n "${DK_DIR:-}" ] && dockerd_stop >/dev/null 2>&1
   umount /etc/hosts 2>/dev/null
   rm -rf --one-file-system "$work"
