@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "linux/mount_source.h"
+#include "linux/rootfs.h"
 #include "linux/rootfs_internal.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -412,11 +413,14 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
   return mnt_fd;
 }
 
+/* premount >= 0: the runtime's detached mount of this bind's source (idmapped), flags set,
+ * already judged by the runtime when hardened (runtime/userns_setup.c). */
 static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd,
-                     const struct mount_source_rules *rules, int opened_src, struct cm_error **err) {
+                     const struct mount_source_rules *rules, int premount, int opened_src,
+                     struct cm_error **err) {
   bool is_bind = rootfs_mount_is_bind(m);
-  if (m->idmap)
-    return cm_error_set(err, EOPNOTSUPP, "idmapped mounts are not supported");
+  if ((m->idmap || m->n_uid_mappings) && premount < 0)
+    return cm_error_set(err, EOPNOTSUPP, "idmapped mount: the runtime did not prepare it");
   if (!is_bind && (!m->type || !*m->type))
     return cm_error_set(err, EINVAL, "no type and not a bind mount");
   if (!m->destination || m->destination[0] != '/')
@@ -431,8 +435,11 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     if (!m->source)
       return cm_error_set(err, EINVAL, "bind mount without a source");
     /* A host path (relative ones are relative to the bundle, our cwd): the host admin's
-     * choice, so symlinks in it are followed on the host. */
-    src_fd = opened_src >= 0 ? fcntl(opened_src, F_DUPFD_CLOEXEC, 3) : open(m->source, O_PATH | O_CLOEXEC);
+     * choice, so symlinks in it are followed on the host. Premounted: made by the runtime; or
+     * opened by it (in a user namespace, rootfs.h). */
+    src_fd = premount >= 0     ? fcntl(premount, F_DUPFD_CLOEXEC, 3)
+             : opened_src >= 0 ? fcntl(opened_src, F_DUPFD_CLOEXEC, 3)
+                               : open(m->source, O_PATH | O_CLOEXEC);
     if (src_fd < 0)
       return cm_error_set(err, errno, "open source");
     struct stat st;
@@ -440,7 +447,7 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
       return cm_error_set(err, errno, "stat source");
     target_is_dir = S_ISDIR(st.st_mode);
     /* Hardened: judged on this fd, which is the one cloned below (no second lookup). */
-    if (rules && mount_source_check(rules, src_fd, "bind source", false, &src_kind, err) < 0)
+    if (rules && premount < 0 && mount_source_check(rules, src_fd, "bind source", false, &src_kind, err) < 0)
       return -1;
   }
   if (check_proc_destination(m, is_bind, src_fd, err) < 0)
@@ -468,7 +475,9 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     return mount_cgroup(s, m, target_fd, err);
 
   cleanup_close int mnt_fd = -1;
-  if (is_bind && rules) {
+  if (is_bind && premount >= 0) {
+    mnt_fd = cm_steal_fd(&src_fd); /* flags and rro already set by the runtime */
+  } else if (is_bind && rules) {
     /* Hardened: never recursive (a submount could be anything: a procfs, another disk), and a
      * device node read-only, so that its owner, mode and times cannot be changed through it. */
     if (src_kind.is_device)
@@ -491,7 +500,7 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   if (take_over && (tmpfs_take_over_dir(target_fd, mnt_fd, m->tmpcopyup, m->destination, err) < 0 ||
                     ((flags & MS_RDONLY) && mount_set_readonly(mnt_fd, false, err) < 0)))
     return -1;
-  if (m->recursive_readonly && mount_set_readonly(mnt_fd, true, err) < 0)
+  if (premount < 0 && m->recursive_readonly && mount_set_readonly(mnt_fd, true, err) < 0)
     return -1;
   if (mount_attach(mnt_fd, target_fd, err) < 0)
     return -1;
@@ -502,14 +511,15 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   return 0;
 }
 
-int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules, const int *bind_fds,
-                 struct cm_error **err) {
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+                 const struct rootfs_premounts *pre, const int *bind_fds, struct cm_error **err) {
   int rc = 0;
   for (size_t i = 0; i < s->n_mounts && rc == 0; i++) {
     const struct spec_mount *m = &s->mounts[i];
     cm_debug("mount %s on %s (type %s)", m->source ? m->source : "-", m->destination,
              m->type ? m->type : "bind");
-    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, bind_fds ? bind_fds[i] : -1, err) < 0)
+    int premount = pre && i < pre->n ? pre->mount_fds[i] : -1;
+    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, premount, bind_fds ? bind_fds[i] : -1, err) < 0)
       rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type %s)",
                            m->source ? m->source : (m->type ? m->type : ""),
                            m->destination ? m->destination : "", i, m->type ? m->type : "bind");

@@ -30,6 +30,19 @@ int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err);
 /* Without a mount namespace (the runtime's is inherited): chroot into `rootfs`, as runc does,
  * and mount nothing. Leaves the cwd at the new "/". */
 int rootfs_chroot(const char *rootfs, struct cm_error **err);
+/* Detached mounts the runtime made for us (runtime/userns_setup.h: idmapped, which only host
+ * root may make), used in place of the rootfs path and of the config's bind sources. */
+struct rootfs_premounts {
+  int root_fd;    /* the root: attached over "/" and pivoted into by fd; -1: the rootfs path */
+  int *mount_fds; /* [n]: attached for s->mounts[i] instead of opening its source; -1: none */
+  size_t n;
+};
+/* rootfs_prepare with premounts (NULL: none); a bind with a premount does not use bind_fds. */
+int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const struct rootfs_premounts *pre,
+                              const int *bind_fds, struct cm_error **err);
+/* The same into pre->root_fd when the root was premounted. */
+int rootfs_pivot_premounted(const char *rootfs, const struct rootfs_premounts *pre, bool no_pivot,
+                            struct cm_error **err);
 /* After pivot: maskedPaths, readonlyPaths, root.readonly, final rootfsPropagation. */
 int rootfs_finalize(const struct spec *s, struct cm_error **err);
 

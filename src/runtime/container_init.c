@@ -61,6 +61,44 @@ static int join_namespaces(const struct spec *s, struct cm_error **err) {
   return 0;
 }
 
+/* The detached mounts the runtime made for us, until SYNC_MOUNTS_DONE. */
+static void receive_premounts(const struct init_config *c, struct rootfs_premounts *pre) {
+  size_t n = c->spec->n_mounts;
+  pre->root_fd = -1;
+  pre->n = n;
+  pre->mount_fds = malloc((n ? n : 1) * sizeof(int));
+  if (pre->mount_fds == NULL)
+    _exit(1);
+  for (size_t i = 0; i < n; i++)
+    pre->mount_fds[i] = -1;
+  for (;;) {
+    struct sync_msg m;
+    int fd = -1;
+    struct cm_error *err = NULL;
+    if (sync_recv(c->sync_fd, &m, &fd, &err) != 0)
+      _exit(1);
+    if (m.type == SYNC_MOUNTS_DONE)
+      return;
+    if (m.type != SYNC_MOUNT_FD || fd < 0 || m.value < -1 || m.value >= (int64_t)n)
+      _exit(1);
+    if (m.value == -1)
+      pre->root_fd = fd;
+    else
+      pre->mount_fds[m.value] = fd;
+  }
+}
+
+static void close_premounts(const struct init_config *c) {
+  const struct rootfs_premounts *pre = c->pre;
+  if (pre == NULL)
+    return;
+  if (pre->root_fd >= 0)
+    close(pre->root_fd);
+  for (size_t i = 0; i < pre->n; i++)
+    if (pre->mount_fds[i] >= 0)
+      close(pre->mount_fds[i]);
+}
+
 /* oom_set: stage1 already set process.oomScoreAdj, which init inherits. */
 static __attribute__((noreturn)) void container_init(const struct init_config *c, bool oom_set);
 
@@ -77,15 +115,24 @@ void container_stage1(const struct init_config *c) {
     fail(c->sync_fd, err);
 
   const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
-  if (userns->present && userns->path == NULL) {
-    if (unshare(CLONE_NEWUSER) < 0) {
-      cm_error_set(&err, errno, "unshare user namespace");
+  bool create_userns = userns->present && userns->path == NULL;
+  /* Becoming an unprivileged host uid first (linux/userns.h): namespaces given by path are
+   * joined while we still may. */
+  bool joined_first = create_userns && c->userns && c->userns->become_creator;
+  if (joined_first && join_namespaces(s, &err) < 0)
+    fail(c->sync_fd, err);
+  if (create_userns) {
+    static const struct userns_plan plain = {.create = true};
+    if (userns_child_create(c->userns ? c->userns : &plain, &err) < 0)
       fail(c->sync_fd, err);
-    }
     sync_send(c->sync_fd, SYNC_USERNS_READY, 0, NULL, -1, NULL);
     expect(c->sync_fd, SYNC_USERNS_MAPPED);
+    userns_child_mapped(c->userns ? c->userns : &plain);
   }
-  if (join_namespaces(s, &err) < 0)
+  struct rootfs_premounts pre = {.root_fd = -1};
+  if (c->premounts)
+    receive_premounts(c, &pre);
+  if (!joined_first && join_namespaces(s, &err) < 0)
     fail(c->sync_fd, err);
   if (userns->present) {
     /* Become the namespace's root, so every later step runs with the mapped root's identity. */
@@ -139,8 +186,11 @@ void container_stage1(const struct init_config *c) {
     cm_error_set(&err, errno, "clone container init");
     fail(c->sync_fd, err);
   }
-  if (pid == 0)
-    container_init(c, true);
+  if (pid == 0) {
+    struct init_config ic = *c;
+    ic.pre = c->premounts ? &pre : NULL;
+    container_init(&ic, true);
+  }
   sync_send(c->sync_fd, SYNC_INIT_PID, pid, NULL, -1, NULL);
   _exit(0);
 }
@@ -338,7 +388,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
   bool build_rootfs = s->linux_.namespaces[SPEC_NS_MOUNT].present;
   if (build_rootfs) {
     /* Relative bind sources resolve against the bundle. */
-    if (chdir(c->bundle) < 0) {
+    if (chdir(c->bundle) < 0 && !(errno == EACCES && c->pre)) {
+      /* Premounted: the runtime opened every bind source, so no relative path is walked here. */
       if (errno == EACCES && s->linux_.namespaces[SPEC_NS_USER].present)
         cm_error_set(&err, errno,
                      "chdir to bundle %s (the user namespace's root must be able to search every "
@@ -348,7 +399,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
         cm_error_set(&err, errno, "chdir to bundle %s", c->bundle);
       fail(sync_fd, err);
     }
-    if (rootfs_prepare(s, c->rootfs, c->bind_fds, &err) < 0)
+    if (rootfs_prepare_premounted(s, c->rootfs, c->pre, c->bind_fds, &err) < 0)
       fail(sync_fd, err);
     rootfs_close_bind_sources(c->bind_fds, s->n_mounts);
   }
@@ -366,8 +417,10 @@ static void container_init(const struct init_config *c, bool oom_set) {
       fail(sync_fd, err);
   }
 
-  if ((build_rootfs ? rootfs_pivot(c->rootfs, c->no_pivot, &err) : rootfs_chroot(c->rootfs, &err)) < 0)
+  if ((build_rootfs ? rootfs_pivot_premounted(c->rootfs, c->pre, c->no_pivot, &err) : rootfs_chroot(c->rootfs, &err)) <
+      0)
     fail(sync_fd, err);
+  close_premounts(c);
   /* A missing cwd is created, as runc does: after pivot_root, walked inside the container's root
    * only, before root.readonly applies. */
   {

@@ -20,6 +20,7 @@
 #include "runtime/hooks.h"
 #include "runtime/notify_socket.h"
 #include "runtime/runtime.h"
+#include "runtime/idrange.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -268,6 +269,11 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
   if (o.cgroup && cgroup_destroy(o.cgroup, err) < 0)
     goto out;
   struct spec *kept = o.status != STATUS_CREATING && spec == NULL ? load_config_for_hooks(&o) : NULL;
+  {
+    /* The host id range of the mcp profile's user namespace is free again (runtime/idrange.h). */
+    cleanup_free char *dir = state_dir_path(ctx->root, id);
+    idrange_release(dir, o.dirfd);
+  }
   rc = state_dir_remove(ctx->root, id, err);
   /* Poststop hooks once the state is gone (runc's order): one that runs codemode on this id gets
    * "does not exist" instead of waiting for our lock, which we hold until the hook returns. */

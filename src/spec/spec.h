@@ -315,6 +315,13 @@ struct spec_linux {
   struct spec_strv readonly_paths;
   char *mount_label;
   struct spec_personality personality;
+  /* Not from JSON: the user namespace's mappings are the runtime's to choose (set by policy/'s
+   * mcp profiles, and by the runtime for a non-root caller): a host range allocated per
+   * container when root (runtime/idrange.h), the caller's own ids otherwise. */
+  bool userns_auto;
+  /* Not from JSON (policy/): a root runtime creates the config's own user namespace from the
+   * host uid its container root maps to, not as root (per-uid budgets, linux/userns.h). */
+  bool userns_create_as_mapped_root;
 };
 
 /* Set by policy/ (a hardening profile), never from JSON: checks the runtime makes where only the

@@ -23,7 +23,10 @@ enum sync_msg_type {
   SYNC_EGRESS_SOCKET,     /* init → parent: a socket for the egress broker (linux/egress_sockets.h);
                            * value = role | port << 8 */
   SYNC_MOUNT_SOURCES,     /* stage1 → parent: open my bind sources; parent → stage1: all sent */
-  SYNC_MOUNT_SOURCE       /* parent → stage1: value = index in mounts[], the source's O_PATH fd */
+  SYNC_MOUNT_SOURCE,      /* parent → stage1: value = index in mounts[], the source's O_PATH fd */
+  SYNC_MOUNT_FD,          /* parent → stage1: a detached (idmapped) mount for mounts[value], or
+                           * for the rootfs when value is -1 (runtime/userns_setup.h) */
+  SYNC_MOUNTS_DONE        /* parent → stage1: no more SYNC_MOUNT_FD */
 };
 
 struct sync_msg {
