@@ -413,6 +413,30 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
   return mnt_fd;
 }
 
+/* A user namespace whose network namespace is not its own may not mount sysfs (the kernel ties
+ * sysfs to the network namespace's owner): the host's /sys, recursively read-only, as runc's
+ * rootless configs bind it. */
+static int sysfs_bind_fallback(unsigned long flags, unsigned long clear, struct cm_error **err) {
+  cleanup_close int sys = open("/sys", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (sys < 0)
+    return -1; /* keep the mount's own error */
+  struct cm_error *why = *err;
+  *err = NULL;
+  int fd = mount_clone_tree(sys, true, flags | MS_RDONLY, clear & ~MS_RDONLY, err);
+  if (fd >= 0 && mount_set_readonly(fd, true, err) < 0) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0) {
+    cm_error_free(*err);
+    *err = why;
+    return -1;
+  }
+  cm_debug("sysfs: %s: bound the host's /sys read-only instead", why->msg);
+  cm_error_free(why);
+  return fd;
+}
+
 /* premount >= 0: the runtime's detached mount of this bind's source (idmapped), flags set,
  * already judged by the runtime when hardened (runtime/userns_setup.c). */
 static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd,
@@ -495,6 +519,8 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     mnt_fd = mount_new_fs_labeled(m->type, m->source, take_over ? flags & ~MS_RDONLY : flags, m->data,
                                   label_for(s, m->type), err);
   }
+  if (mnt_fd < 0 && !is_bind && strcmp(m->type, "sysfs") == 0 && *err && (*err)->errnum == EPERM)
+    mnt_fd = sysfs_bind_fallback(flags, m->clear_flags, err);
   if (mnt_fd < 0)
     return -1;
   if (take_over && (tmpfs_take_over_dir(target_fd, mnt_fd, m->tmpcopyup, m->destination, err) < 0 ||

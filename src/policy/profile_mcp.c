@@ -3,6 +3,7 @@
  * man/codemode-profiles.5 lists the rules and why. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,35 @@ static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_err
 }
 
 /* --- mounts --------------------------------------------------------------------------------- */
+
+static void strv_append(struct spec_strv *v, const char *s);
+
+/* A rootless config (`codemode spec --rootless`, `runc spec --rootless`) binds the host's /sys,
+ * since without a network namespace of its own a user namespace may not mount sysfs. The
+ * profile gives the container its own network namespace, so it gets a fresh read-only sysfs
+ * instead of the host's tree. */
+static void sys_bind_to_sysfs(struct spec *s, struct policy_report *r) {
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    struct spec_mount *m = &s->mounts[i];
+    bool bind = (m->type && strcmp(m->type, "bind") == 0) || (m->flags & MS_BIND);
+    char real[PATH_MAX];
+    if (!bind || strcmp(m->destination, "/sys") != 0 || m->source == NULL || realpath(m->source, real) == NULL ||
+        strcmp(real, "/sys") != 0)
+      continue;
+    free(m->type);
+    free(m->source);
+    spec_strv_free(&m->options);
+    m->type = xstrdup("sysfs");
+    m->source = xstrdup("sysfs");
+    static const char *const opts[] = {"nosuid", "noexec", "nodev", "ro"};
+    for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
+      strv_append(&m->options, opts[k]);
+    spec_mount_decode_options(m);
+    policy_report_add(r, "mounts[%zu] /sys: the bind of the host's /sys becomes a fresh read-only sysfs (the "
+                         "container has its own network namespace)",
+                      i);
+  }
+}
 
 static void strv_append(struct spec_strv *v, const char *s) {
   char **grown = realloc(v->items, (v->count + 2) * sizeof(char *));
@@ -505,6 +535,7 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
   struct policy_report *r = &out->report;
   if (s->process == NULL)
     return cm_error_set(err, 0, "config.json: .process: missing");
+  sys_bind_to_sysfs(s, r);
   if (tighten_namespaces(s, r, err) < 0 || tighten_userns(s, r, err) < 0 || tighten_mounts(s, bundle, r, err) < 0)
     return -1;
   s->has_linux = true;

@@ -30,6 +30,7 @@
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
 #include "runtime/notify_socket.h"
+#include "runtime/rootless.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp_listener.h"
 #include "runtime/state.h"
@@ -443,6 +444,13 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   /* A caller that is not root gets a user namespace; mounts with their own id maps. */
   if (userns_setup_decide(s, &r.userns, err) < 0)
     goto out;
+  /* And honest cgroups: a user scope, a delegated subtree, or none with a warning. */
+  struct runtime_context rootless_ctx;
+  if (geteuid() != 0) {
+    if (rootless_cgroup_apply(ctx, s, opts->id, &rootless_ctx, err) < 0)
+      goto out;
+    ctx = r.ctx = &rootless_ctx;
+  }
   if (validate_for_create(s, opts, err) < 0 || resolve_paths(s, opts, &r.st.bundle, &r.st.rootfs, err) < 0)
     goto out;
   /* CVE-2019-5736: init is a fork of us until its execve. Where non-dumpable plus the exec

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "linux/idmap.h"
+#include "spec/json_util.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/sync.h"
@@ -77,6 +78,36 @@ static bool single_own(const struct spec_id_mapping *m, size_t n, uint32_t own) 
   return n == 1 && m[0].size == 1 && m[0].host_id == own;
 }
 
+static bool id_mapped(const struct spec_id_mapping *m, size_t n, uint32_t id) {
+  for (size_t i = 0; i < n; i++)
+    if (id >= m[i].container_id && id - m[i].container_id < m[i].size)
+      return true;
+  return false;
+}
+
+/* devpts "gid=5" (tty) names a group a rootless namespace usually does not have: the kernel
+ * refuses the mount. Dropped, as runc's rootless conversion does (the ptys then belong to the
+ * container's root group). */
+static void drop_unmapped_devpts_gid(struct spec *s) {
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    struct spec_mount *m = &s->mounts[i];
+    if (!m->type || strcmp(m->type, "devpts") != 0)
+      continue;
+    for (size_t k = 0; k < m->options.count; k++) {
+      const char *o = m->options.items[k];
+      if (strncmp(o, "gid=", 4) != 0 || id_mapped(s->linux_.gid_mappings, s->linux_.n_gid_mappings,
+                                                   (uint32_t)strtoul(o + 4, NULL, 10)))
+        continue;
+      cm_debug("mounts[%zu] devpts: %s is not mapped in the user namespace: dropped", i, o);
+      free(m->options.items[k]);
+      memmove(&m->options.items[k], &m->options.items[k + 1], (m->options.count - k) * sizeof(char *));
+      m->options.count--;
+      spec_mount_decode_options(m);
+      break;
+    }
+  }
+}
+
 static bool is_bind(const struct spec_mount *m) {
   return (m->flags & MS_BIND) || (m->type && strcmp(m->type, "bind") == 0);
 }
@@ -112,6 +143,7 @@ int userns_setup_decide(struct spec *s, struct userns_setup *u, struct cm_error 
         set_maps(&l->uid_mappings, &l->n_uid_mappings, uids, (size_t)nu);
         set_maps(&l->gid_mappings, &l->n_gid_mappings, gids, (size_t)ng);
       }
+      drop_unmapped_devpts_gid(s);
       u->plan.dumpable_while_mapping = true;
       u->plan.helpers = !single_own(l->uid_mappings, l->n_uid_mappings, geteuid()) ||
                         !single_own(l->gid_mappings, l->n_gid_mappings, getegid());

@@ -120,12 +120,12 @@ static void gen_linux(yajl_gen g) {
   yajl_gen_map_open(g);
   gen_kv_bool(g, "enabled", 0);
   yajl_gen_map_close(g);
-  /* Idmapped mounts are parsed but refused at mount time, so not advertised. */
+  /* Idmapped mounts: mounts[].uidMappings/gidMappings and idmap/ridmap (runtime/userns_setup.h). */
   gen_str(g, "mountExtensions");
   yajl_gen_map_open(g);
   gen_str(g, "idmap");
   yajl_gen_map_open(g);
-  gen_kv_bool(g, "enabled", 0);
+  gen_kv_bool(g, "enabled", 1);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
