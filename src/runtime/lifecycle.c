@@ -165,6 +165,19 @@ static int signal_init(const struct container *o, int signo, struct cm_error **e
   return 0;
 }
 
+/* kill --all without a cgroup (rootless): every process of init's pid namespace, init last. */
+static int kill_pidns(struct container *o, int signo, struct cm_error **err) {
+  pid_t *pids = NULL;
+  size_t n = 0;
+  if (container_pidns_pids(o->st.pid, &pids, &n, err) < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (pids[i] != o->st.pid)
+      kill(pids[i], signo);
+  free(pids);
+  return signal_init(o, signo, err);
+}
+
 int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, bool all, struct cm_error **err) {
   struct container o;
   if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
@@ -192,6 +205,8 @@ int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, b
     rc = cm_error_set(err, 0, "container not running");
   else if (all && o.cgroup)
     rc = cgroup_kill_all(o.cgroup, signo, err);
+  else if (all && o.st.pid > 0)
+    rc = kill_pidns(&o, signo, err);
   else
     rc = signal_init(&o, signo, err);
   container_close(&o);

@@ -219,6 +219,15 @@ void rootless_cgroup_describe(const struct rootless_cgroup *c, const struct spec
              geteuid());
 }
 
+int rootless_cgroup_explain(const struct runtime_context *ctx, const struct spec *s, const char *id, char *buf,
+                            size_t size, struct cm_error **err) {
+  struct rootless_cgroup c;
+  if (rootless_cgroup_choose(ctx, s, id, &c, err) < 0)
+    return -1;
+  rootless_cgroup_describe(&c, s, buf, size);
+  return 0;
+}
+
 static void add_rlimit(struct spec_process *p, const struct fallback *f) {
   for (size_t i = 0; i < p->n_rlimits; i++) {
     struct spec_rlimit *rl = &p->rlimits[i];

@@ -42,6 +42,9 @@ int rootless_cgroup_choose(const struct runtime_context *ctx, const struct spec 
                            struct rootless_cgroup *out, struct cm_error **err);
 /* One line for `policy explain` and the warning ("cgroups: …"). */
 void rootless_cgroup_describe(const struct rootless_cgroup *c, const struct spec *s, char *buf, size_t size);
+/* The `policy explain` line for a non-root caller ("cgroups: …"), into buf; 0, or -1 with err. */
+int rootless_cgroup_explain(const struct runtime_context *ctx, const struct spec *s, const char *id, char *buf,
+                            size_t size, struct cm_error **err);
 /* The choice applied to a create: the manager to use (in *ctx_out) and s->linux_.cgroups_path;
  * for NONE, the warning and (under a profile) the rlimits added to s->process. */
 int rootless_cgroup_apply(const struct runtime_context *ctx, struct spec *s, const char *id,

@@ -163,6 +163,12 @@ int supervisor_run_standalone(struct run_options *o) {
     for (size_t i = 0; i < landlock.count; i++)
       printf("%s\n", landlock.lines[i]);
     policy_report_free(&landlock);
+    if (geteuid() != 0) {
+      char line[1024];
+      if (rootless_cgroup_explain(&ctx, s, o->id, line, sizeof(line), &err) < 0)
+        goto out_err;
+      printf("%s\n", line);
+    }
     rc = 0;
     goto out;
   }
