@@ -57,6 +57,36 @@ const char *userns_helper_path(const char *name) {
   return NULL;
 }
 
+static bool read_first_line(const char *path, char *buf, size_t size) {
+  cleanup_fclose FILE *f = fopen(path, "re");
+  if (f == NULL || fgets(buf, (int)size, f) == NULL)
+    return false;
+  buf[strcspn(buf, "\n")] = '\0';
+  return true;
+}
+
+#define APPARMOR_FIX                                                                                   \
+  "Fix: install codemode's AppArmor profile (as root: make install-apparmor PREFIX=<where codemode is " \
+  "installed>, or copy contrib/apparmor/codemode.in to /etc/apparmor.d/codemode with @BINDIR@ set to " \
+  "that bin directory and run apparmor_parser -r /etc/apparmor.d/codemode), or lift the restriction "   \
+  "for everyone: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0"
+
+int userns_apparmor_check(struct cm_error **err) {
+  char v[16], label[256];
+  if (!read_first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", v, sizeof(v)) || strcmp(v, "1") != 0)
+    return 0;
+  /* Our label: "unconfined", or "codemode (unconfined)" under our profile. */
+  if (!read_first_line("/proc/self/attr/apparmor/current", label, sizeof(label)) &&
+      !read_first_line("/proc/self/attr/current", label, sizeof(label)))
+    return 0;
+  if (strcmp(label, "unconfined") != 0)
+    return 0;
+  return cm_error_set(err, EPERM,
+                      "AppArmor restricts unprivileged user namespaces on this host "
+                      "(kernel.apparmor_restrict_unprivileged_userns=1) and codemode runs unconfined, so its "
+                      "container's root would have no capability at all. " APPARMOR_FIX);
+}
+
 int userns_child_create(const struct userns_plan *p, struct cm_error **err) {
   if (p->become_creator) {
     /* The host's groups of the runtime's caller are not the container's; then the gid, then
@@ -77,11 +107,8 @@ int userns_child_create(const struct userns_plan *p, struct cm_error **err) {
       cleanup_fclose FILE *f = fopen("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "re");
       if (f && fgets(v, sizeof(v), f) && v[0] == '1')
         return cm_error_set(err, e,
-                            "create a user namespace: refused by AppArmor (kernel.apparmor_restrict_unprivileged_"
-                            "userns=1). Fix: install codemode's AppArmor profile (sudo make install-apparmor, or "
-                            "copy contrib/apparmor/codemode to /etc/apparmor.d/ and run sudo apparmor_parser -r "
-                            "/etc/apparmor.d/codemode), or allow them for everyone: sudo sysctl "
-                            "kernel.apparmor_restrict_unprivileged_userns=0");
+                            "create a user namespace: refused by AppArmor "
+                            "(kernel.apparmor_restrict_unprivileged_userns=1). " APPARMOR_FIX);
       cleanup_fclose FILE *m = fopen("/proc/sys/user/max_user_namespaces", "re");
       if (m && fgets(v, sizeof(v), m) && v[0] == '0' && (v[1] == '\n' || v[1] == '\0'))
         return cm_error_set(err, e, "create a user namespace: user.max_user_namespaces is 0 (sudo sysctl "

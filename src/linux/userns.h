@@ -45,6 +45,12 @@ int subid_ranges(const char *file, const char *name, uint32_t id, struct subid_r
 /* The newuidmap/newgidmap binaries, or NULL when not installed (looked up in the usual places). */
 const char *userns_helper_path(const char *name);
 
+/* Ubuntu 24.04+: AppArmor lets an unconfined process create a user namespace only without any
+ * capability in it (kernel.apparmor_restrict_unprivileged_userns=1), which a rootless container
+ * cannot work with. -1 with err (the exact fix) when that applies to us: the sysctl is on and we
+ * run unconfined, i.e. without the AppArmor profile codemode ships (contrib/apparmor). */
+int userns_apparmor_check(struct cm_error **err);
+
 /* Child side, before the runtime writes the maps: become the creator (a root runtime's
  * allocated range), make ourselves dumpable if asked, unshare(CLONE_NEWUSER). */
 int userns_child_create(const struct userns_plan *p, struct cm_error **err);

@@ -143,6 +143,8 @@ int userns_setup_decide(struct spec *s, struct userns_setup *u, struct cm_error 
         set_maps(&l->uid_mappings, &l->n_uid_mappings, uids, (size_t)nu);
         set_maps(&l->gid_mappings, &l->n_gid_mappings, gids, (size_t)ng);
       }
+      if (userns_apparmor_check(err) < 0)
+        return -1;
       drop_unmapped_devpts_gid(s);
       u->plan.dumpable_while_mapping = true;
       u->plan.helpers = !single_own(l->uid_mappings, l->n_uid_mappings, geteuid()) ||
