@@ -96,8 +96,6 @@ int userns_child_create(const struct userns_plan *p, struct cm_error **err) {
       return cm_error_set(err, errno, "become host uid %u gid %u before creating the user namespace",
                           p->creator_uid, p->creator_gid);
   }
-  if (p->dumpable_while_mapping)
-    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
   if (unshare(CLONE_NEWUSER) < 0) {
     int e = errno;
     /* Ubuntu 24.04+: AppArmor lets unprivileged processes create user namespaces only under a
@@ -121,6 +119,13 @@ int userns_child_create(const struct userns_plan *p, struct cm_error **err) {
     return cm_error_set(err, e, "create a user namespace");
   }
   return 0;
+}
+
+void userns_child_begin(const struct userns_plan *p) {
+  /* Safe: no container process exists yet, and other processes of this user could write the
+   * binary anyway. */
+  if (p->dumpable_while_mapping)
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 }
 
 void userns_child_mapped(const struct userns_plan *p) {

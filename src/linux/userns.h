@@ -51,8 +51,11 @@ const char *userns_helper_path(const char *name);
  * run unconfined, i.e. without the AppArmor profile codemode ships (contrib/apparmor). */
 int userns_apparmor_check(struct cm_error **err);
 
+/* Child side, first thing (before /proc/self writes such as oom_score_adj, which a non-root
+ * process may make only to its own, dumpable /proc files): dumpable if the plan says so. */
+void userns_child_begin(const struct userns_plan *p);
 /* Child side, before the runtime writes the maps: become the creator (a root runtime's
- * allocated range), make ourselves dumpable if asked, unshare(CLONE_NEWUSER). */
+ * allocated range), unshare(CLONE_NEWUSER). */
 int userns_child_create(const struct userns_plan *p, struct cm_error **err);
 /* Child side, once mapped: non-dumpable again (CVE-2019-5736: until its execve, a child is a
  * copy of the runtime; the container must not open its /proc/PID/exe). */

@@ -109,13 +109,15 @@ void container_stage1(const struct init_config *c) {
   /* The runtime has placed us in the container's cgroup before we create the cgroup
    * namespace, so the container sees its own cgroup as its root. */
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
+  const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
+  bool create_userns = userns->present && userns->path == NULL;
+  if (create_userns && c->userns)
+    userns_child_begin(c->userns);
   /* Still in our user namespace: init, non-dumpable (CVE-2019-5736), has a /proc/self owned by
    * our root, which a new user namespace's root may not write; the value is inherited. */
   if (oom_score_adj_apply(s->process, &err) < 0 || loginuid_lock(s->process, &err) < 0)
     fail(c->sync_fd, err);
 
-  const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
-  bool create_userns = userns->present && userns->path == NULL;
   /* Becoming an unprivileged host uid first (linux/userns.h): namespaces given by path are
    * joined while we still may. */
   bool joined_first = create_userns && c->userns && c->userns->become_creator;

@@ -98,6 +98,43 @@ static bool delegated_to_us(const char *rel) {
   return true;
 }
 
+static bool wants_limits(const struct spec *s);
+
+/* Can the delegated cgroup give its children every controller the config's limits need (in its
+ * cgroup.controllers)? When not, the missing ones ("memory, pids") are in buf. */
+static bool controllers_delegated(const char *rel, const struct spec *s, char *buf, size_t size) {
+  if (!wants_limits(s))
+    return true;
+  char path[PATH_MAX + 48];
+  snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cgroup.controllers", rel);
+  char have[512] = "";
+  cleanup_fclose FILE *f = fopen(path, "re");
+  if (f == NULL || fgets(have, sizeof(have), f) == NULL)
+    have[0] = '\0';
+  const struct spec_resources *r = &s->linux_.resources;
+  const struct {
+    bool wanted;
+    const char *name;
+  } need[] = {{r->memory.limit.set && r->memory.limit.value > 0, "memory"},
+              {r->has_pids && r->pids_limit > 0, "pids"},
+              {r->cpu.quota.set && r->cpu.quota.value > 0, "cpu"}};
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+    if (!need[i].wanted)
+      continue;
+    bool found = false;
+    char copy[512];
+    snprintf(copy, sizeof(copy), "%s", have);
+    char *save = NULL;
+    for (char *w = strtok_r(copy, " \n", &save); w && !found; w = strtok_r(NULL, " \n", &save))
+      found = strcmp(w, need[i].name) == 0;
+    if (!found && used < size)
+      used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "", need[i].name);
+  }
+  return used == 0;
+}
+
 static bool wants_limits(const struct spec *s) {
   const struct spec_resources *r = &s->linux_.resources;
   return r->present && ((r->memory.limit.set && r->memory.limit.value > 0) || (r->has_pids && r->pids_limit > 0) ||
@@ -157,6 +194,14 @@ int rootless_cgroup_choose(const struct runtime_context *ctx, const struct spec 
     char *slash = strrchr(own, '/');
     if (slash && slash != own) {
       *slash = '\0';
+      char missing[128];
+      if (delegated_to_us(own) && !controllers_delegated(own, s, missing, sizeof(missing))) {
+        if (snprintf(out->reason, sizeof(out->reason),
+                     "the cgroup v2 subtree /sys/fs/cgroup%s delegated to uid %u has no %s controller", own,
+                     geteuid(), missing) >= (int)sizeof(out->reason))
+          out->reason[sizeof(out->reason) - 1] = '\0';
+        return 0;
+      }
       if (delegated_to_us(own)) {
         out->kind = ROOTLESS_CGROUP_DELEGATED;
         if (snprintf(out->path, sizeof(out->path), "%s/codemode-%s", own, id) >= (int)sizeof(out->path))
