@@ -255,47 +255,31 @@ static int bind_mount_fd(const struct userns_setup *u, const struct spec *s, siz
   unsigned long flags = m->flags & ~(MS_REMOUNT | MS_BIND | MS_REC);
   bool own_maps = m->n_uid_mappings > 0;
   bool asked = own_maps || m->idmap;
-  int fd;
-  if (u->idmap_off && !asked) {
-    fd = idmap_clone(src, -1, recursive, flags, m->clear_flags, m->recursive_readonly, NULL, err);
-  } else {
-    cleanup_close int ns = -1;
-    int use = container_ns;
-    if (own_maps && !same_maps(m->uid_mappings, m->n_uid_mappings, s->linux_.uid_mappings, s->linux_.n_uid_mappings)) {
-      ns = userns_open_with_mappings(m->uid_mappings, m->n_uid_mappings, m->gid_mappings, m->n_gid_mappings, err);
-      if (ns < 0)
-        return -1;
-      use = ns;
-    } else if (own_maps &&
-               !same_maps(m->gid_mappings, m->n_gid_mappings, s->linux_.gid_mappings, s->linux_.n_gid_mappings)) {
-      ns = userns_open_with_mappings(m->uid_mappings, m->n_uid_mappings, m->gid_mappings, m->n_gid_mappings, err);
-      if (ns < 0)
-        return -1;
-      use = ns;
-    }
-    bool refused = false;
-    cleanup_error struct cm_error *why = NULL;
-    fd = idmap_clone(src, use, recursive, flags, m->clear_flags, m->recursive_readonly, &refused, &why);
-    if (fd < 0 && refused && !asked) {
-      /* The profile's idmapping, not the caller's: a read-only bind (or a device node) works
-       * without it, its files shown as nobody's; a writable one would write as nobody. */
-      struct stat st;
-      bool dir_or_file = fstat(src, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode));
-      if ((flags & MS_RDONLY) || !dir_or_file) {
-        cm_debug("mounts[%zu] %s: %s; bound read-only without idmapping", i, m->destination, why->msg);
-        fd = idmap_clone(src, -1, recursive, flags, m->clear_flags, m->recursive_readonly, NULL, err);
-      } else {
-        return cm_error_set(err, EINVAL,
-                            "%s, and the bind is writable (the container's root is an unprivileged host uid): "
-                            "make it read-only, move the source to ext4, xfs, btrfs or tmpfs, or set the "
-                            "annotation %s=none to bind it as it is",
-                            why->msg, USERNS_IDMAP_ANNOTATION);
-      }
-    } else if (fd < 0) {
-      *err = why;
-      why = NULL;
+  /* The profile's own idmapping covers read-only binds only. A writable idmapped bind would store
+   * what the container's root creates as owned by host root: a setuid-root program planted in a
+   * host directory. Plain, the container writes as its range's unprivileged uid. */
+  if (!asked && (u->idmap_off || (!(flags & MS_RDONLY) && !m->recursive_readonly)))
+    return idmap_clone(src, -1, recursive, flags, m->clear_flags, m->recursive_readonly, NULL, err);
+  cleanup_close int ns = -1;
+  int use = container_ns;
+  if (own_maps && (!same_maps(m->uid_mappings, m->n_uid_mappings, s->linux_.uid_mappings, s->linux_.n_uid_mappings) ||
+                   !same_maps(m->gid_mappings, m->n_gid_mappings, s->linux_.gid_mappings, s->linux_.n_gid_mappings))) {
+    ns = userns_open_with_mappings(m->uid_mappings, m->n_uid_mappings, m->gid_mappings, m->n_gid_mappings, err);
+    if (ns < 0)
       return -1;
-    }
+    use = ns;
+  }
+  bool refused = false;
+  cleanup_error struct cm_error *why = NULL;
+  int fd = idmap_clone(src, use, recursive, flags, m->clear_flags, m->recursive_readonly, &refused, &why);
+  if (fd < 0 && refused && !asked) {
+    /* A filesystem that cannot be idmapped (procfs, a device node's devtmpfs…): bound as it
+     * is, read-only, its files shown as nobody's. */
+    cm_debug("mounts[%zu] %s: %s; bound read-only without idmapping", i, m->destination, why->msg);
+    fd = idmap_clone(src, -1, recursive, flags, m->clear_flags, m->recursive_readonly, NULL, err);
+  } else if (fd < 0) {
+    *err = why;
+    why = NULL;
   }
   return fd;
 }
@@ -318,6 +302,12 @@ static int rootfs_mount_fd(const struct userns_setup *u, const struct spec *s, c
              readonly ? "read-only" : "with a throwaway upper layer");
     return fd;
   }
+  /* Idmapped and writable, the container's root would write as host root (see bind_mount_fd). */
+  if (!u->idmap_off && !s->root_readonly)
+    return cm_error_set(err, EPERM,
+                        "rootfs %s: a writable root under the container's own host range must be an overlay "
+                        "(codemode-run --ephemeral) or read-only (root.readonly)",
+                        rootfs);
   cleanup_close int src = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (src < 0)
     return cm_error_set(err, errno, "open rootfs %s", rootfs);
