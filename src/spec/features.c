@@ -103,7 +103,8 @@ static void gen_linux(yajl_gen g) {
   gen_kv_bool(g, "v2", 1);
   /* cgroup/systemd.c: transient scopes over the system bus (--systemd-cgroup). */
   gen_kv_bool(g, "systemd", 1);
-  gen_kv_bool(g, "systemdUser", 0);
+  /* rootless: the user's manager over its private bus (runtime/rootless.h). */
+  gen_kv_bool(g, "systemdUser", 1);
   /* linux.resources.rdma: rdma.max, v1 and v2 (cgroup/resources_v2.c). */
   gen_kv_bool(g, "rdma", 1);
   yajl_gen_map_close(g);
