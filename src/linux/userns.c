@@ -72,12 +72,16 @@ static bool read_first_line(const char *path, char *buf, size_t size) {
   "for everyone: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0"
 
 int userns_apparmor_check(struct cm_error **err) {
+  return userns_apparmor_check_at("/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+                                  "/proc/self/attr/apparmor/current", "/proc/self/attr/current", err);
+}
+
+int userns_apparmor_check_at(const char *knob, const char *label_path, const char *label_old, struct cm_error **err) {
   char v[16], label[256];
-  if (!read_first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", v, sizeof(v)) || strcmp(v, "1") != 0)
+  if (!read_first_line(knob, v, sizeof(v)) || strcmp(v, "1") != 0)
     return 0;
   /* Our label: "unconfined", or "codemode (unconfined)" under our profile. */
-  if (!read_first_line("/proc/self/attr/apparmor/current", label, sizeof(label)) &&
-      !read_first_line("/proc/self/attr/current", label, sizeof(label)))
+  if (!read_first_line(label_path, label, sizeof(label)) && !read_first_line(label_old, label, sizeof(label)))
     return 0;
   if (strcmp(label, "unconfined") != 0)
     return 0;

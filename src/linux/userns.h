@@ -50,6 +50,8 @@ const char *userns_helper_path(const char *name);
  * cannot work with. -1 with err (the exact fix) when that applies to us: the sysctl is on and we
  * run unconfined, i.e. without the AppArmor profile codemode ships (contrib/apparmor). */
 int userns_apparmor_check(struct cm_error **err);
+/* The same with the sysctl and label files given (tests/unit/test_linux_userns.c). */
+int userns_apparmor_check_at(const char *knob, const char *label, const char *label_old, struct cm_error **err);
 
 /* Child side, first thing (before /proc/self writes such as oom_score_adj, which a non-root
  * process may make only to its own, dumpable /proc files): dumpable if the plan says so. */
