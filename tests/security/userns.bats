@@ -94,6 +94,16 @@ host_id_of() {
   [ "$(stat -c %u "$HOST_DIR/rw/made-here")" = "$u" ]
 }
 
+@test "mcp as root --ephemeral: a writable root through a throwaway upper layer; the rootfs is untouched" {
+  set_args sh -c 'echo hi >/etc/made-here && stat -c "%u %s" /etc/made-here /etc/passwd'
+  run mcprun --ephemeral "$BUNDLE" </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "0 3" ]
+  [ "$(cut -d' ' -f1 <<<"${lines[1]}")" = 0 ]
+  [ ! -e "$BUNDLE/rootfs/etc/made-here" ]
+}
+
 @test "mcp: a writable idmapped mount is refused, with the fix" {
   mkdir -p "$HOST_DIR/data"
   set_cfg '.mounts += [{destination: "/data", type: "bind", source: $s, options: ["rbind", "rw", "idmap"]}]' \

@@ -24,10 +24,7 @@ rl_as() {
 # capability in it: codemode must say so with the fix, and its shipped profile must lift it.
 rl_apparmor() {
   local knob=/proc/sys/kernel/apparmor_restrict_unprivileged_userns out rc=0
-  if [ ! -e "$knob" ]; then
-    echo "# this kernel ($(uname -r)) has no AppArmor user namespace mediation ($knob)"
-    return 0
-  fi
+  [ -e "$knob" ] || { echo "this kernel ($(uname -r)) has no $knob"; return 1; }
   # A bundle of its own: no cgroupsPath (a rootless container may not name one outside its
   # delegated subtree).
   mkdir -p "$BUNDLES/rl-aa"

@@ -384,7 +384,13 @@ rl_delegated() {
   rmdir "$d/shell" "$d"
 }
 t "rootless: under a delegated cgroup v2 subtree the mcp profile's memory, pids and cpu limits apply" rl_delegated
-t "rootless: AppArmor's user namespace restriction is detected with the fix, and the shipped profile lifts it" rl_apparmor
+if [ -e /proc/sys/kernel/apparmor_restrict_unprivileged_userns ]; then
+  t "rootless: AppArmor's user namespace restriction is detected with the fix, and the shipped profile lifts it" rl_apparmor
+else
+  # Debian 12's kernel (6.1) has no AppArmor user namespace mediation (Linux 6.7, Ubuntu's
+  # kernels): nothing to restrict here. tests/unit/test_linux_userns.c checks the detection.
+  echo "ok $((T += 1)) - rootless: AppArmor's user namespace restriction is detected # skip this kernel ($(uname -r)) has no AppArmor user namespace mediation"
+fi
 
 t "delete leaves no cgroup and no state behind" nothing_left
 rmdir $CG/cmvm 2>/dev/null
