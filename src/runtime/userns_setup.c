@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "linux/idmap.h"
+#include "linux/mount_source.h"
 #include "spec/json_util.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -107,6 +108,9 @@ static void drop_unmapped_devpts_gid(struct spec *s) {
     }
   }
 }
+
+static int bind_clone(const struct userns_setup *u, const struct spec *s, size_t i, int src, bool recursive,
+                      unsigned long flags, int container_ns, struct cm_error **err);
 
 static bool is_bind(const struct spec_mount *m) {
   return (m->flags & MS_BIND) || (m->type && strcmp(m->type, "bind") == 0);
@@ -244,7 +248,7 @@ static int container_userns_fd(pid_t child, const struct spec *s, struct cm_erro
 /* One bind's detached mount: the source opened here (relative to the bundle), idmapped through
  * its own mappings or the container's, the config's flags on it. */
 static int bind_mount_fd(const struct userns_setup *u, const struct spec *s, size_t i, int container_ns,
-                         struct cm_error **err) {
+                         const struct mount_source_rules *rules, struct cm_error **err) {
   const struct spec_mount *m = &s->mounts[i];
   if (m->source == NULL)
     return cm_error_set(err, EINVAL, "bind mount without a source");
@@ -253,6 +257,28 @@ static int bind_mount_fd(const struct userns_setup *u, const struct spec *s, siz
     return cm_error_set(err, errno, "open source");
   bool recursive = (m->flags & MS_REC) != 0;
   unsigned long flags = m->flags & ~(MS_REMOUNT | MS_BIND | MS_REC);
+  struct mount_source_kind kind = {0};
+  if (rules) {
+    /* Hardened (linux/mount_source.h), here on the fd we clone, as the child would: never
+     * recursive, a device node read-only, the tree judged as the container will see it. */
+    if (mount_source_check(rules, src, "bind source", false, &kind, err) < 0)
+      return -1;
+    recursive = false;
+    if (kind.is_device)
+      flags |= MS_RDONLY | MS_NOSUID | MS_NOEXEC;
+  }
+  int fd = bind_clone(u, s, i, src, recursive, flags, container_ns, err);
+  if (fd >= 0 && rules && kind.is_dir && mount_source_check_tree(rules, fd, "bind source", err) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* The clone of an opened bind source: idmapped as asked or as the profile does, else plain. */
+static int bind_clone(const struct userns_setup *u, const struct spec *s, size_t i, int src, bool recursive,
+                      unsigned long flags, int container_ns, struct cm_error **err) {
+  const struct spec_mount *m = &s->mounts[i];
   bool own_maps = m->n_uid_mappings > 0;
   bool asked = own_maps || m->idmap;
   /* The profile's own idmapping covers read-only binds only. A writable idmapped bind would store
@@ -285,7 +311,16 @@ static int bind_mount_fd(const struct userns_setup *u, const struct spec *s, siz
 }
 
 static int rootfs_mount_fd(const struct userns_setup *u, const struct spec *s, const char *rootfs, int container_ns,
-                           struct cm_error **err) {
+                           const struct mount_source_rules *rules, struct cm_error **err) {
+  if (rules) {
+    /* Hardened: the root judged on its fd, as the child would (linux/mount_source.h). */
+    cleanup_close int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct mount_source_kind kind;
+    if (fd < 0)
+      return cm_error_set(err, errno, "open rootfs %s", rootfs);
+    if (mount_source_check(rules, fd, "root.path", true, &kind, err) < 0)
+      return cm_error_prefix(err, "rootfs \"%s\"", rootfs);
+  }
   struct overlay_layers layers;
   int is_overlay = u->idmap_off ? 0 : overlay_layers_of(rootfs, &layers, err);
   if (is_overlay < 0)
@@ -311,7 +346,8 @@ static int rootfs_mount_fd(const struct userns_setup *u, const struct spec *s, c
   cleanup_close int src = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (src < 0)
     return cm_error_set(err, errno, "open rootfs %s", rootfs);
-  int fd = idmap_clone(src, u->idmap_off ? -1 : container_ns, true, 0, 0, false, NULL, err);
+  /* Hardened: without the host mounts below it (one of them could be a procfs or a disk). */
+  int fd = idmap_clone(src, u->idmap_off ? -1 : container_ns, rules == NULL, 0, 0, false, NULL, err);
   if (fd < 0)
     return cm_error_prefix(err,
                            "rootfs %s (its files would all belong to nobody in the container: put it on ext4, "
@@ -320,10 +356,21 @@ static int rootfs_mount_fd(const struct userns_setup *u, const struct spec *s, c
   return fd;
 }
 
+static int send_mounts(const struct userns_setup *u, pid_t child, const struct spec *s, const char *bundle,
+                       const char *rootfs, int sock, const struct mount_source_rules *rules, struct cm_error **err);
+
 int userns_setup_send_mounts(const struct userns_setup *u, pid_t child, const struct spec *s, const char *bundle,
                              const char *rootfs, int sock, struct cm_error **err) {
   if (!u->premounts)
     return 0;
+  struct mount_source_rules *rules = s->hardening.check_mount_sources ? mount_source_rules_load() : NULL;
+  int rc = send_mounts(u, child, s, bundle, rootfs, sock, rules, err);
+  mount_source_rules_free(rules);
+  return rc;
+}
+
+static int send_mounts(const struct userns_setup *u, pid_t child, const struct spec *s, const char *bundle,
+                       const char *rootfs, int sock, const struct mount_source_rules *rules, struct cm_error **err) {
   cleanup_close int container_ns = -1;
   if (s->linux_.namespaces[SPEC_NS_USER].present) {
     container_ns = container_userns_fd(child, s, err);
@@ -331,7 +378,7 @@ int userns_setup_send_mounts(const struct userns_setup *u, pid_t child, const st
       return -1;
   }
   if (u->idmap_all) {
-    int fd = rootfs_mount_fd(u, s, rootfs, container_ns, err);
+    int fd = rootfs_mount_fd(u, s, rootfs, container_ns, rules, err);
     if (fd < 0)
       return -1;
     int rc = sync_send(sock, SYNC_MOUNT_FD, -1, NULL, fd, err);
@@ -348,7 +395,7 @@ int userns_setup_send_mounts(const struct userns_setup *u, pid_t child, const st
     const struct spec_mount *m = &s->mounts[i];
     if (!is_bind(m) || !(u->idmap_all || m->idmap || m->n_uid_mappings))
       continue;
-    int fd = bind_mount_fd(u, s, i, container_ns, err);
+    int fd = bind_mount_fd(u, s, i, container_ns, rules, err);
     if (fd < 0) {
       rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu])", m->source ? m->source : "",
                            m->destination ? m->destination : "", i);
