@@ -413,6 +413,14 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
   return mnt_fd;
 }
 
+int rootfs_overlay_premount(const struct spec_mount *m, const struct mount_source_rules *rules,
+                            struct cm_error **err) {
+  unsigned long flags = m->flags & ~(MS_REMOUNT | MS_BIND | MS_REC);
+  if (rules)
+    return mount_overlay_checked(rules, m, flags, err);
+  return mount_new_fs("overlay", m->source, flags, m->data, err);
+}
+
 /* A user namespace whose network namespace is not its own may not mount sysfs (the kernel ties
  * sysfs to the network namespace's owner): the host's /sys, recursively read-only, as runc's
  * rootless configs bind it. */
@@ -499,7 +507,12 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     return mount_cgroup(s, m, target_fd, err);
 
   cleanup_close int mnt_fd = -1;
-  if (is_bind && premount >= 0) {
+  if (!is_bind && premount >= 0) {
+    /* An overlay the runtime assembled (rootfs_overlay_premount). */
+    mnt_fd = fcntl(premount, F_DUPFD_CLOEXEC, 3);
+    if (mnt_fd < 0)
+      return cm_error_set(err, errno, "dup overlay fd");
+  } else if (is_bind && premount >= 0) {
     mnt_fd = cm_steal_fd(&src_fd); /* flags and rro already set by the runtime */
   } else if (is_bind && rules) {
     /* Hardened: never recursive (a submount could be anything: a procfs, another disk), and a

@@ -37,6 +37,12 @@ struct rootfs_premounts {
   int *mount_fds; /* [n]: attached for s->mounts[i] instead of opening its source; -1: none */
   size_t n;
 };
+/* A detached mount of an overlay entry of the config (mounts[] type overlay), made by the runtime
+ * for a child that cannot open its layers (an unprivileged host uid, runtime/userns_setup.h);
+ * every layer judged by `rules` when hardened (linux/mount_source.h, may be NULL). */
+struct mount_source_rules;
+int rootfs_overlay_premount(const struct spec_mount *m, const struct mount_source_rules *rules,
+                            struct cm_error **err);
 /* rootfs_prepare with premounts (NULL: none); a bind with a premount does not use bind_fds. */
 int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const struct rootfs_premounts *pre,
                               const int *bind_fds, struct cm_error **err);

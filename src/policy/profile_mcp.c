@@ -177,19 +177,6 @@ static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm
 static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_error **err) {
   struct spec_linux *l = &s->linux_;
   struct spec_namespace *ns = &l->namespaces[SPEC_NS_USER];
-  /* A writable idmapped bind stores what the container's root creates as owned by whatever its
-   * mapping sends container uid 0 to: host root for the usual "containerID 0 hostID N" maps, so
-   * a setuid-root program planted in a host directory. */
-  for (size_t i = 0; i < s->n_mounts; i++) {
-    const struct spec_mount *m = &s->mounts[i];
-    if ((m->idmap || m->n_uid_mappings || m->n_gid_mappings) && !(m->flags & MS_RDONLY) && !m->recursive_readonly)
-      return cm_error_set(err, EPERM,
-                          "mounts[%zu] (%s): a writable idmapped mount would let the container create files "
-                          "owned by host ids of its mapping (host root's, with the usual maps): make it "
-                          "read-only (\"ro\"), or drop uidMappings/idmap (the container then writes as its "
-                          "own unprivileged host uid)",
-                          i, m->destination);
-  }
   if (ns->path) {
     if (is_host_namespace(SPEC_NS_USER, ns->path))
       return cm_error_set(err, EPERM, "linux.namespaces: joining the host user namespace (%s) is refused", ns->path);

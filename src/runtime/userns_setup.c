@@ -13,6 +13,7 @@
 
 #include "linux/idmap.h"
 #include "linux/mount_source.h"
+#include "linux/rootfs.h"
 #include "spec/json_util.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -281,10 +282,11 @@ static int bind_clone(const struct userns_setup *u, const struct spec *s, size_t
   const struct spec_mount *m = &s->mounts[i];
   bool own_maps = m->n_uid_mappings > 0;
   bool asked = own_maps || m->idmap;
-  /* The profile's own idmapping covers read-only binds only. A writable idmapped bind would store
-   * what the container's root creates as owned by host root: a setuid-root program planted in a
-   * host directory. Plain, the container writes as its range's unprivileged uid. */
-  if (!asked && (u->idmap_off || (!(flags & MS_RDONLY) && !m->recursive_readonly)))
+  /* Writable binds too: what the container's root writes there is stored as owned by host root,
+   * as without the user namespace. What that could plant, a setuid-root program, the profile's
+   * filter refuses (no setuid or setgid mode bits: seccomp-profiles/mcp.json), and a write to an
+   * existing setuid file clears its bit (no CAP_FSETID). */
+  if (!asked && u->idmap_off)
     return idmap_clone(src, -1, recursive, flags, m->clear_flags, m->recursive_readonly, NULL, err);
   cleanup_close int ns = -1;
   int use = container_ns;
@@ -299,9 +301,9 @@ static int bind_clone(const struct userns_setup *u, const struct spec *s, size_t
   cleanup_error struct cm_error *why = NULL;
   int fd = idmap_clone(src, use, recursive, flags, m->clear_flags, m->recursive_readonly, &refused, &why);
   if (fd < 0 && refused && !asked) {
-    /* A filesystem that cannot be idmapped (procfs, a device node's devtmpfs…): bound as it
-     * is, read-only, its files shown as nobody's. */
-    cm_debug("mounts[%zu] %s: %s; bound read-only without idmapping", i, m->destination, why->msg);
+    /* A filesystem that cannot be idmapped (a device node's devtmpfs…): bound as it is, its
+     * files shown as nobody's. */
+    cm_debug("mounts[%zu] %s: %s; bound without idmapping", i, m->destination, why->msg);
     fd = idmap_clone(src, -1, recursive, flags, m->clear_flags, m->recursive_readonly, NULL, err);
   } else if (fd < 0) {
     *err = why;
@@ -393,11 +395,24 @@ static int send_mounts(const struct userns_setup *u, pid_t child, const struct s
   int rc = 0;
   for (size_t i = 0; i < s->n_mounts && rc == 0; i++) {
     const struct spec_mount *m = &s->mounts[i];
+    bool overlay = !is_bind(m) && m->type && strcmp(m->type, "overlay") == 0;
+    if (overlay && u->idmap_all) {
+      /* Its layers are host paths our unprivileged child could not open: assembled here. */
+      int fd = rootfs_overlay_premount(m, rules, err);
+      if (fd < 0) {
+        rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type overlay)", m->source ? m->source : "",
+                             m->destination ? m->destination : "", i);
+        break;
+      }
+      rc = sync_send(sock, SYNC_MOUNT_FD, (int64_t)i, NULL, fd, err);
+      close(fd);
+      continue;
+    }
     if (!is_bind(m) || !(u->idmap_all || m->idmap || m->n_uid_mappings))
       continue;
     int fd = bind_mount_fd(u, s, i, container_ns, rules, err);
     if (fd < 0) {
-      rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu])", m->source ? m->source : "",
+      rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type bind)", m->source ? m->source : "",
                            m->destination ? m->destination : "", i);
       break;
     }
