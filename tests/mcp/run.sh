@@ -251,7 +251,7 @@ else
 fi
 
 # 8-13: images, state and --host (issue 17).
-[ -z "${CM_MCP_NO_DOCKER:-}" ] || exit 0
+[ -z "${CM_MCP_NO_DOCKER:-}" ] || exit $((failed > 0))
 : "${CODEMODE_IMAGE:=$(dirname "$CODEMODE")/codemode-image}"
 store=$work/store
 fs_js=/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
