@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "linux/idmap.h"
 #include "linux/mount_source.h"
 #include "linux/rootfs.h"
 #include "linux/rootfs_internal.h"
@@ -309,23 +310,58 @@ static const char *next_layer(const char *p, char stop, char *out, size_t size) 
   return p;
 }
 
+/* Where an overlay's layers come from. The child opens and judges them itself; under a host range
+ * of its own (runtime/userns_setup.h) the runtime does, idmaps them (collect) and hands them over,
+ * and the child takes them in the same order (given). */
+struct overlay_ctx {
+  const struct mount_source_rules *rules; /* judge the layers (NULL: no rules, or judged already) */
+  int userns_fd;                          /* collect: idmap each layer through it */
+  bool collect;
+  int *fds;      /* collect: the layers' detached mounts; given: the runtime's */
+  size_t n, cap; /* given: n of them */
+  size_t next;   /* given: the next one to take */
+};
+
 /* Open one layer, judge it (its fd, then a non-recursive clone of it: overlay does not cross
  * mounts inside a layer either), and hand that same fd to the overlay. */
-static int overlay_layer(const struct mount_source_rules *rules, int fs_fd, const char *key, const char *path,
-                         struct cm_error **err) {
+static int overlay_layer(struct overlay_ctx *ctx, int fs_fd, const char *key, const char *path, struct cm_error **err) {
   char what[4200];
   snprintf(what, sizeof(what), "overlay %s \"%s\"", key, path);
-  cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return cm_error_set(err, errno, "open %s", what);
-  struct mount_source_kind kind;
-  if (mount_source_check(rules, fd, what, false, &kind, err) < 0)
-    return -1;
-  cleanup_close int clone = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-  if (clone < 0)
-    return cm_error_set(err, errno, "clone %s", what);
-  if (mount_source_check_tree(rules, clone, what, err) < 0)
-    return -1;
+  cleanup_close int fd = -1;
+  if (!ctx->collect && ctx->fds) {
+    if (ctx->next >= ctx->n)
+      return cm_error_set(err, EPROTO, "%s: no layer from the runtime", what);
+    fd = fcntl(ctx->fds[ctx->next++], F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+      return cm_error_set(err, errno, "dup %s", what);
+  } else {
+    fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+      return cm_error_set(err, errno, "open %s", what);
+    if (ctx->rules) {
+      struct mount_source_kind kind;
+      if (mount_source_check(ctx->rules, fd, what, false, &kind, err) < 0)
+        return -1;
+      cleanup_close int clone = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+      if (clone < 0)
+        return cm_error_set(err, errno, "clone %s", what);
+      if (mount_source_check_tree(ctx->rules, clone, what, err) < 0)
+        return -1;
+    }
+  }
+  if (ctx->collect) {
+    int mnt = idmap_clone(fd, ctx->userns_fd, false, 0, 0, false, NULL, err);
+    if (mnt < 0)
+      return cm_error_prefix(err, "%s", what);
+    if (ctx->n == ctx->cap) {
+      ctx->cap = ctx->cap ? ctx->cap * 2 : 4;
+      ctx->fds = realloc(ctx->fds, ctx->cap * sizeof(int));
+      if (ctx->fds == NULL)
+        abort();
+    }
+    ctx->fds[ctx->n++] = mnt;
+    return 0;
+  }
   /* By fd: the overlay gets the directory judged above, not a path looked up again (Linux 6.13). */
   if (fsconfig(fs_fd, FSCONFIG_SET_FD, key, NULL, fd) < 0) {
     int saved = errno;
@@ -337,14 +373,19 @@ static int overlay_layer(const struct mount_source_rules *rules, int fs_fd, cons
 }
 
 /* A hardened overlay: every lowerdir, upperdir and workdir is a host tree the container gets, so
- * each is judged like a bind source and given to the kernel as the fd that was judged. */
-static int mount_overlay_checked(const struct mount_source_rules *rules, const struct spec_mount *m,
-                                 unsigned long flags, struct cm_error **err) {
-  cleanup_close int fs_fd = fsopen("overlay", FSOPEN_CLOEXEC);
-  if (fs_fd < 0)
+ * each is judged like a bind source and given to the kernel as the fd that was judged. Collecting
+ * (ctx->collect), only the layers are opened and kept: no overlay is made. */
+static int mount_overlay_checked(struct overlay_ctx *ctx, const struct spec_mount *m, unsigned long flags,
+                                 struct cm_error **err) {
+  cleanup_close int fs_fd = ctx->collect ? -1 : fsopen("overlay", FSOPEN_CLOEXEC);
+  if (fs_fd < 0 && !ctx->collect)
     return cm_error_set(err, errno, "fsopen overlay");
-  if (m->source && *m->source && fsconfig(fs_fd, FSCONFIG_SET_STRING, "source", m->source, 0) < 0)
+  if (fs_fd >= 0 && m->source && *m->source && fsconfig(fs_fd, FSCONFIG_SET_STRING, "source", m->source, 0) < 0)
     return cm_error_set(err, errno, "overlay source \"%s\"", m->source);
+  /* Mounted in the container's own user namespace (given layers): overlay keeps its markers in
+   * user.overlay.* xattrs, the trusted.* ones being host root's. */
+  if (fs_fd >= 0 && ctx->fds && fsconfig(fs_fd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+    return cm_error_set(err, errno, "overlay option userxattr");
   cleanup_free char *copy = strdup(m->data ? m->data : "");
   if (copy == NULL)
     return cm_error_set(err, ENOMEM, "overlay options");
@@ -369,7 +410,7 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
       const char *key = "lowerdir+";
       for (const char *p = value; *p;) {
         p = next_layer(p, ':', layer, sizeof(layer));
-        if (layer[0] && overlay_layer(rules, fs_fd, key, layer, err) < 0)
+        if (layer[0] && overlay_layer(ctx, fs_fd, key, layer, err) < 0)
           return -1;
         has_lower |= layer[0] != '\0';
         if (*p == ':' && p[1] == ':') {
@@ -382,10 +423,10 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
     } else if (value && (strcmp(opt, "lowerdir+") == 0 || strcmp(opt, "datadir+") == 0 ||
                          strcmp(opt, "upperdir") == 0 || strcmp(opt, "workdir") == 0)) {
       next_layer(value, '\0', layer, sizeof(layer));
-      if (overlay_layer(rules, fs_fd, opt, layer, err) < 0)
+      if (overlay_layer(ctx, fs_fd, opt, layer, err) < 0)
         return -1;
       has_lower |= strcmp(opt, "lowerdir+") == 0;
-    } else {
+    } else if (fs_fd >= 0) {
       int r = value ? fsconfig(fs_fd, FSCONFIG_SET_STRING, opt, value, 0)
                     : fsconfig(fs_fd, FSCONFIG_SET_FLAG, opt, NULL, 0);
       if (r < 0) {
@@ -399,6 +440,8 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
   }
   if (!has_lower)
     return cm_error_set(err, EINVAL, "overlay without lowerdir");
+  if (ctx->collect)
+    return 0;
   if (fsconfig(fs_fd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
     int saved = errno;
     char why[280];
@@ -413,12 +456,18 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
   return mnt_fd;
 }
 
-int rootfs_overlay_premount(const struct spec_mount *m, const struct mount_source_rules *rules,
-                            struct cm_error **err) {
-  unsigned long flags = m->flags & ~(MS_REMOUNT | MS_BIND | MS_REC);
-  if (rules)
-    return mount_overlay_checked(rules, m, flags, err);
-  return mount_new_fs("overlay", m->source, flags, m->data, err);
+int rootfs_overlay_layer_fds(const struct spec_mount *m, const struct mount_source_rules *rules, int userns_fd,
+                             int **fds, size_t *n, struct cm_error **err) {
+  struct overlay_ctx ctx = {.rules = rules, .userns_fd = userns_fd, .collect = true};
+  if (mount_overlay_checked(&ctx, m, 0, err) < 0) {
+    for (size_t i = 0; i < ctx.n; i++)
+      close(ctx.fds[i]);
+    free(ctx.fds);
+    return -1;
+  }
+  *fds = ctx.fds;
+  *n = ctx.n;
+  return 0;
 }
 
 /* A user namespace whose network namespace is not its own may not mount sysfs (the kernel ties
@@ -449,6 +498,7 @@ static int sysfs_bind_fallback(unsigned long flags, unsigned long clear, struct 
  * already judged by the runtime when hardened (runtime/userns_setup.c). */
 static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd,
                      const struct mount_source_rules *rules, int premount, int opened_src,
+                     const struct rootfs_premount_layers *layers,
                      struct cm_error **err) {
   bool is_bind = rootfs_mount_is_bind(m);
   if ((m->idmap || m->n_uid_mappings) && premount < 0)
@@ -507,11 +557,10 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     return mount_cgroup(s, m, target_fd, err);
 
   cleanup_close int mnt_fd = -1;
-  if (!is_bind && premount >= 0) {
-    /* An overlay the runtime assembled (rootfs_overlay_premount). */
-    mnt_fd = fcntl(premount, F_DUPFD_CLOEXEC, 3);
-    if (mnt_fd < 0)
-      return cm_error_set(err, errno, "dup overlay fd");
+  if (!is_bind && layers && layers->n > 0) {
+    /* An overlay whose layers the runtime opened, judged and idmapped. */
+    struct overlay_ctx ctx = {.fds = layers->fds, .n = layers->n};
+    mnt_fd = mount_overlay_checked(&ctx, m, flags, err);
   } else if (is_bind && premount >= 0) {
     mnt_fd = cm_steal_fd(&src_fd); /* flags and rro already set by the runtime */
   } else if (is_bind && rules) {
@@ -527,7 +576,8 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   } else if (is_bind) {
     mnt_fd = mount_clone_tree(src_fd, (m->flags & MS_REC) != 0, flags, m->clear_flags, err);
   } else if (rules && strcmp(m->type, "overlay") == 0) {
-    mnt_fd = mount_overlay_checked(rules, m, flags, err);
+    struct overlay_ctx ctx = {.rules = rules};
+    mnt_fd = mount_overlay_checked(&ctx, m, flags, err);
   } else {
     mnt_fd = mount_new_fs_labeled(m->type, m->source, take_over ? flags & ~MS_RDONLY : flags, m->data,
                                   label_for(s, m->type), err);
@@ -558,7 +608,8 @@ int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_ru
     cm_debug("mount %s on %s (type %s)", m->source ? m->source : "-", m->destination,
              m->type ? m->type : "bind");
     int premount = pre && i < pre->n ? pre->mount_fds[i] : -1;
-    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, premount, bind_fds ? bind_fds[i] : -1, err) < 0)
+    const struct rootfs_premount_layers *layers = pre && i < pre->n && pre->layers ? &pre->layers[i] : NULL;
+    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, premount, bind_fds ? bind_fds[i] : -1, layers, err) < 0)
       rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type %s)",
                            m->source ? m->source : (m->type ? m->type : ""),
                            m->destination ? m->destination : "", i, m->type ? m->type : "bind");

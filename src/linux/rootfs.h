@@ -32,17 +32,23 @@ int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err);
 int rootfs_chroot(const char *rootfs, struct cm_error **err);
 /* Detached mounts the runtime made for us (runtime/userns_setup.h: idmapped, which only host
  * root may make), used in place of the rootfs path and of the config's bind sources. */
+struct rootfs_premount_layers {
+  int *fds; /* an overlay's layers, in the order its options name them */
+  size_t n;
+};
 struct rootfs_premounts {
   int root_fd;    /* the root: attached over "/" and pivoted into by fd; -1: the rootfs path */
   int *mount_fds; /* [n]: attached for s->mounts[i] instead of opening its source; -1: none */
+  struct rootfs_premount_layers *layers; /* [n]: for an overlay entry, its layers; NULL: none */
   size_t n;
 };
-/* A detached mount of an overlay entry of the config (mounts[] type overlay), made by the runtime
- * for a child that cannot open its layers (an unprivileged host uid, runtime/userns_setup.h);
- * every layer judged by `rules` when hardened (linux/mount_source.h, may be NULL). */
+/* The layers of an overlay entry of the config (mounts[] type overlay), opened, judged by `rules`
+ * when hardened (linux/mount_source.h, may be NULL) and idmapped through userns_fd, in the order
+ * the child's overlay takes them (runtime/userns_setup.h: its unprivileged child could not open
+ * them). *fds (malloc'd) holds *n detached mounts. */
 struct mount_source_rules;
-int rootfs_overlay_premount(const struct spec_mount *m, const struct mount_source_rules *rules,
-                            struct cm_error **err);
+int rootfs_overlay_layer_fds(const struct spec_mount *m, const struct mount_source_rules *rules, int userns_fd,
+                             int **fds, size_t *n, struct cm_error **err);
 /* rootfs_prepare with premounts (NULL: none); a bind with a premount does not use bind_fds. */
 int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const struct rootfs_premounts *pre,
                               const int *bind_fds, struct cm_error **err);

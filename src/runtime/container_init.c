@@ -81,10 +81,21 @@ static void receive_premounts(const struct init_config *c, struct rootfs_premoun
       return;
     if (m.type != SYNC_MOUNT_FD || fd < 0 || m.value < -1 || m.value >= (int64_t)n)
       _exit(1);
-    if (m.value == -1)
+    if (m.value >= 0 && strcmp(m.text, "layer") == 0) {
+      /* One layer of an overlay entry, in order. */
+      if (pre->layers == NULL && (pre->layers = calloc(n, sizeof(*pre->layers))) == NULL)
+        _exit(1);
+      struct rootfs_premount_layers *l = &pre->layers[m.value];
+      int *grown = realloc(l->fds, (l->n + 1) * sizeof(int));
+      if (grown == NULL)
+        _exit(1);
+      l->fds = grown;
+      l->fds[l->n++] = fd;
+    } else if (m.value == -1) {
       pre->root_fd = fd;
-    else
+    } else {
       pre->mount_fds[m.value] = fd;
+    }
   }
 }
 
@@ -94,9 +105,12 @@ static void close_premounts(const struct init_config *c) {
     return;
   if (pre->root_fd >= 0)
     close(pre->root_fd);
-  for (size_t i = 0; i < pre->n; i++)
+  for (size_t i = 0; i < pre->n; i++) {
     if (pre->mount_fds[i] >= 0)
       close(pre->mount_fds[i]);
+    for (size_t k = 0; pre->layers && k < pre->layers[i].n; k++)
+      close(pre->layers[i].fds[k]);
+  }
 }
 
 /* oom_set: stage1 already set process.oomScoreAdj, which init inherits. */

@@ -328,15 +328,14 @@ static int rootfs_mount_fd(const struct userns_setup *u, const struct spec *s, c
   if (is_overlay < 0)
     return -1;
   if (is_overlay == 1) {
-    /* Docker's (or codemode-run --ephemeral's) overlay: rebuilt over idmapped layers. */
-    bool readonly = s->root_readonly;
-    int fd = idmap_overlay(&layers, container_ns, readonly ? (uid_t)-1 : u->range.uid,
-                           readonly ? (gid_t)-1 : u->range.gid, "256m", err);
+    /* Docker's (or codemode-run --ephemeral's) overlay: rebuilt over its layers, idmapped (its
+     * upper one read-only, as a lower), and a throwaway upper layer of the range's own: the mount
+     * points init makes land there, and so do the writes of a root that is not read-only. */
+    int fd = idmap_overlay(&layers, container_ns, u->range.uid, u->range.gid, "256m", err);
     overlay_layers_free(&layers);
     if (fd < 0)
       return cm_error_prefix(err, "rootfs %s (an overlay mount)", rootfs);
-    cm_debug("rootfs %s: an overlay, re-assembled over idmapped layers (%s)", rootfs,
-             readonly ? "read-only" : "with a throwaway upper layer");
+    cm_debug("rootfs %s: an overlay, re-assembled over idmapped layers and a throwaway upper layer", rootfs);
     return fd;
   }
   /* Idmapped and writable, the container's root would write as host root (see bind_mount_fd). */
@@ -397,15 +396,22 @@ static int send_mounts(const struct userns_setup *u, pid_t child, const struct s
     const struct spec_mount *m = &s->mounts[i];
     bool overlay = !is_bind(m) && m->type && strcmp(m->type, "overlay") == 0;
     if (overlay && u->idmap_all) {
-      /* Its layers are host paths our unprivileged child could not open: assembled here. */
-      int fd = rootfs_overlay_premount(m, rules, err);
-      if (fd < 0) {
+      /* Its layers are host paths our unprivileged child could not open: opened, judged and
+       * idmapped here; the child assembles the overlay in its user namespace, so that what its
+       * root writes to the upper layer is stored as host root's (as without the namespace). */
+      int *fds = NULL;
+      size_t n = 0;
+      if (rootfs_overlay_layer_fds(m, rules, container_ns, &fds, &n, err) < 0) {
         rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type overlay)", m->source ? m->source : "",
                              m->destination ? m->destination : "", i);
         break;
       }
-      rc = sync_send(sock, SYNC_MOUNT_FD, (int64_t)i, NULL, fd, err);
-      close(fd);
+      for (size_t k = 0; k < n; k++) {
+        if (rc == 0)
+          rc = sync_send(sock, SYNC_MOUNT_FD, (int64_t)i, "layer", fds[k], err);
+        close(fds[k]);
+      }
+      free(fds);
       continue;
     }
     if (!is_bind(m) || !(u->idmap_all || m->idmap || m->n_uid_mappings))

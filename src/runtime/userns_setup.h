@@ -7,7 +7,8 @@
  * - under the mcp profiles as root (linux.userns_auto): a host range allocated for this container
  *   (runtime/idrange.h), the namespace created by a child that has become the range's first uid,
  *   and the rootfs and every bind idmapped through it (nothing is chowned; Docker's overlay
- *   rootfs is re-assembled from idmapped layers, linux/idmap.h);
+ *   rootfs is re-assembled from idmapped layers, linux/idmap.h; the layers of a config's own
+ *   overlay are opened here, idmapped, for the child to assemble in its user namespace);
  * - mounts[].uidMappings/gidMappings and the idmap/ridmap options, for every root caller.
  * The detached mounts are made here (only host root may idmap a filesystem) and handed to
  * stage1 over the sync socket, after the id maps are written (SYNC_MOUNT_FD, then
