@@ -317,10 +317,39 @@ struct overlay_ctx {
   const struct mount_source_rules *rules; /* judge the layers (NULL: no rules, or judged already) */
   int userns_fd;                          /* collect: idmap each layer through it */
   bool collect;
-  int *fds;      /* collect: the layers' detached mounts; given: the runtime's */
+  int *fds;      /* the layers in order (collect: made here; given: the runtime's) */
   size_t n, cap; /* given: n of them */
   size_t next;   /* given: the next one to take */
+  /* collect: the detached mounts the child attaches first (the lowers, and one mount holding
+   * both upperdir and workdir, which overlay wants on one mount); upper_root is its path. */
+  int *attach;
+  size_t n_attach, cap_attach;
+  int upper_mnt;
+  char upper_root[4096];
 };
+
+static void push_fd(int **v, size_t *n, size_t *cap, int fd) {
+  if (*n == *cap) {
+    *cap = *cap ? *cap * 2 : 4;
+    *v = realloc(*v, *cap * sizeof(int));
+    if (*v == NULL)
+      abort();
+  }
+  (*v)[(*n)++] = fd;
+}
+
+/* The deepest directory holding both a and b ("/x/up" and "/x/work" -> "/x"). */
+static void common_dir(const char *a, const char *b, char *out, size_t size) {
+  size_t i = 0, last = 0;
+  while (a[i] && a[i] == b[i]) {
+    if (a[i] == '/')
+      last = i;
+    i++;
+  }
+  if ((a[i] == '\0' && (b[i] == '/' || b[i] == '\0')) || (b[i] == '\0' && a[i] == '/'))
+    last = i;
+  snprintf(out, size, "%.*s", (int)(last ? last : 1), a);
+}
 
 /* Open one layer, judge it (its fd, then a non-recursive clone of it: overlay does not cross
  * mounts inside a layer either), and hand that same fd to the overlay. */
@@ -349,17 +378,34 @@ static int overlay_layer(struct overlay_ctx *ctx, int fs_fd, const char *key, co
         return -1;
     }
   }
+  if (ctx->collect && (strcmp(key, "upperdir") == 0 || strcmp(key, "workdir") == 0)) {
+    /* One idmapped mount of the directory holding both, and the two directories in it. */
+    if (ctx->upper_mnt < 0) {
+      cleanup_close int parent = open(ctx->upper_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (parent < 0)
+        return cm_error_set(err, errno, "open %s", ctx->upper_root);
+      ctx->upper_mnt = idmap_clone(parent, ctx->userns_fd, false, 0, 0, false, NULL, err);
+      if (ctx->upper_mnt < 0)
+        return cm_error_prefix(err, "%s", what);
+      push_fd(&ctx->attach, &ctx->n_attach, &ctx->cap_attach, ctx->upper_mnt);
+    }
+    size_t root_len = strlen(ctx->upper_root);
+    const char *rel = path + (strcmp(ctx->upper_root, "/") == 0 ? 1 : root_len + 1);
+    int in = openat(ctx->upper_mnt, rel, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (in < 0)
+      return cm_error_set(err, errno, "open %s in its idmapped mount", what);
+    push_fd(&ctx->fds, &ctx->n, &ctx->cap, in);
+    return 0;
+  }
   if (ctx->collect) {
     int mnt = idmap_clone(fd, ctx->userns_fd, false, 0, 0, false, NULL, err);
     if (mnt < 0)
       return cm_error_prefix(err, "%s", what);
-    if (ctx->n == ctx->cap) {
-      ctx->cap = ctx->cap ? ctx->cap * 2 : 4;
-      ctx->fds = realloc(ctx->fds, ctx->cap * sizeof(int));
-      if (ctx->fds == NULL)
-        abort();
-    }
-    ctx->fds[ctx->n++] = mnt;
+    push_fd(&ctx->attach, &ctx->n_attach, &ctx->cap_attach, mnt);
+    int dup = fcntl(mnt, F_DUPFD_CLOEXEC, 3);
+    if (dup < 0)
+      return cm_error_set(err, errno, "dup %s", what);
+    push_fd(&ctx->fds, &ctx->n, &ctx->cap, dup);
     return 0;
   }
   /* By fd: the overlay gets the directory judged above, not a path looked up again (Linux 6.13). */
@@ -456,17 +502,43 @@ static int mount_overlay_checked(struct overlay_ctx *ctx, const struct spec_moun
   return mnt_fd;
 }
 
+/* The value of option `key` in an overlay's data (backslash escapes undone), or "". */
+static void overlay_option(const char *data, const char *key, char *out, size_t size) {
+  out[0] = '\0';
+  size_t klen = strlen(key);
+  for (const char *p = data; p && *p;) {
+    if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+      next_layer(p + klen + 1, ',', out, size);
+      return;
+    }
+    while (*p && *p != ',') {
+      if (*p == '\\' && p[1])
+        p++;
+      p++;
+    }
+    if (*p == ',')
+      p++;
+  }
+}
+
 int rootfs_overlay_layer_fds(const struct spec_mount *m, const struct mount_source_rules *rules, int userns_fd,
-                             int **fds, size_t *n, struct cm_error **err) {
-  struct overlay_ctx ctx = {.rules = rules, .userns_fd = userns_fd, .collect = true};
+                             struct rootfs_premount_layers *out, struct cm_error **err) {
+  struct overlay_ctx ctx = {.rules = rules, .userns_fd = userns_fd, .collect = true, .upper_mnt = -1};
+  char upper[4096], work[4096];
+  overlay_option(m->data, "upperdir", upper, sizeof(upper));
+  overlay_option(m->data, "workdir", work, sizeof(work));
+  if (upper[0] && work[0])
+    common_dir(upper, work, ctx.upper_root, sizeof(ctx.upper_root));
   if (mount_overlay_checked(&ctx, m, 0, err) < 0) {
     for (size_t i = 0; i < ctx.n; i++)
       close(ctx.fds[i]);
+    for (size_t i = 0; i < ctx.n_attach; i++)
+      close(ctx.attach[i]);
     free(ctx.fds);
+    free(ctx.attach);
     return -1;
   }
-  *fds = ctx.fds;
-  *n = ctx.n;
+  *out = (struct rootfs_premount_layers){.fds = ctx.fds, .n = ctx.n, .attach = ctx.attach, .n_attach = ctx.n_attach};
   return 0;
 }
 
@@ -558,7 +630,12 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
 
   cleanup_close int mnt_fd = -1;
   if (!is_bind && layers && layers->n > 0) {
-    /* An overlay whose layers the runtime opened, judged and idmapped. */
+    /* An overlay whose layers the runtime opened, judged and idmapped. overlay clones its layers'
+     * mounts, which must then be in our mount namespace: they are attached on the target first,
+     * stacked beneath where the overlay goes, out of sight. */
+    for (size_t k = 0; k < layers->n_attach; k++)
+      if (move_mount(layers->attach[k], "", target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return cm_error_set(err, errno, "attach overlay layer mount %zu", k);
     struct overlay_ctx ctx = {.fds = layers->fds, .n = layers->n};
     mnt_fd = mount_overlay_checked(&ctx, m, flags, err);
   } else if (is_bind && premount >= 0) {

@@ -35,20 +35,23 @@ int rootfs_chroot(const char *rootfs, struct cm_error **err);
 struct rootfs_premount_layers {
   int *fds; /* an overlay's layers, in the order its options name them */
   size_t n;
+  int *attach; /* the detached mounts they are on, attached first (overlay clones layer mounts,
+                * which must be in our mount namespace) */
+  size_t n_attach;
 };
+/* The layers of an overlay entry of the config (mounts[] type overlay), opened, judged by `rules`
+ * when hardened (linux/mount_source.h, may be NULL) and idmapped through userns_fd, as the child's
+ * overlay takes them (runtime/userns_setup.h: its unprivileged child could not open them);
+ * upperdir and workdir on one mount, as overlay requires. Malloc'd lists in *out. */
+struct mount_source_rules;
+int rootfs_overlay_layer_fds(const struct spec_mount *m, const struct mount_source_rules *rules, int userns_fd,
+                             struct rootfs_premount_layers *out, struct cm_error **err);
 struct rootfs_premounts {
   int root_fd;    /* the root: attached over "/" and pivoted into by fd; -1: the rootfs path */
   int *mount_fds; /* [n]: attached for s->mounts[i] instead of opening its source; -1: none */
   struct rootfs_premount_layers *layers; /* [n]: for an overlay entry, its layers; NULL: none */
   size_t n;
 };
-/* The layers of an overlay entry of the config (mounts[] type overlay), opened, judged by `rules`
- * when hardened (linux/mount_source.h, may be NULL) and idmapped through userns_fd, in the order
- * the child's overlay takes them (runtime/userns_setup.h: its unprivileged child could not open
- * them). *fds (malloc'd) holds *n detached mounts. */
-struct mount_source_rules;
-int rootfs_overlay_layer_fds(const struct spec_mount *m, const struct mount_source_rules *rules, int userns_fd,
-                             int **fds, size_t *n, struct cm_error **err);
 /* rootfs_prepare with premounts (NULL: none); a bind with a premount does not use bind_fds. */
 int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const struct rootfs_premounts *pre,
                               const int *bind_fds, struct cm_error **err);

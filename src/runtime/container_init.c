@@ -81,16 +81,19 @@ static void receive_premounts(const struct init_config *c, struct rootfs_premoun
       return;
     if (m.type != SYNC_MOUNT_FD || fd < 0 || m.value < -1 || m.value >= (int64_t)n)
       _exit(1);
-    if (m.value >= 0 && strcmp(m.text, "layer") == 0) {
-      /* One layer of an overlay entry, in order. */
+    bool layer = strcmp(m.text, "layer") == 0, attach = strcmp(m.text, "attach") == 0;
+    if (m.value >= 0 && (layer || attach)) {
+      /* An overlay entry's layer (in order) or a mount one is on. */
       if (pre->layers == NULL && (pre->layers = calloc(n, sizeof(*pre->layers))) == NULL)
         _exit(1);
       struct rootfs_premount_layers *l = &pre->layers[m.value];
-      int *grown = realloc(l->fds, (l->n + 1) * sizeof(int));
+      int **v = layer ? &l->fds : &l->attach;
+      size_t *nv = layer ? &l->n : &l->n_attach;
+      int *grown = realloc(*v, (*nv + 1) * sizeof(int));
       if (grown == NULL)
         _exit(1);
-      l->fds = grown;
-      l->fds[l->n++] = fd;
+      *v = grown;
+      grown[(*nv)++] = fd;
     } else if (m.value == -1) {
       pre->root_fd = fd;
     } else {
@@ -110,6 +113,8 @@ static void close_premounts(const struct init_config *c) {
       close(pre->mount_fds[i]);
     for (size_t k = 0; pre->layers && k < pre->layers[i].n; k++)
       close(pre->layers[i].fds[k]);
+    for (size_t k = 0; pre->layers && k < pre->layers[i].n_attach; k++)
+      close(pre->layers[i].attach[k]);
   }
 }
 

@@ -399,24 +399,29 @@ static int send_mounts(const struct userns_setup *u, pid_t child, const struct s
       /* Its layers are host paths our unprivileged child could not open: opened, judged and
        * idmapped here; the child assembles the overlay in its user namespace, so that what its
        * root writes to the upper layer is stored as host root's (as without the namespace). */
-      int *fds = NULL;
-      size_t n = 0;
-      if (rootfs_overlay_layer_fds(m, rules, container_ns, &fds, &n, err) < 0) {
+      struct rootfs_premount_layers l;
+      if (rootfs_overlay_layer_fds(m, m->trusted ? NULL : rules, container_ns, &l, err) < 0) {
         rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type overlay)", m->source ? m->source : "",
                              m->destination ? m->destination : "", i);
         break;
       }
-      for (size_t k = 0; k < n; k++) {
+      for (size_t k = 0; k < l.n_attach; k++) {
         if (rc == 0)
-          rc = sync_send(sock, SYNC_MOUNT_FD, (int64_t)i, "layer", fds[k], err);
-        close(fds[k]);
+          rc = sync_send(sock, SYNC_MOUNT_FD, (int64_t)i, "attach", l.attach[k], err);
+        close(l.attach[k]);
       }
-      free(fds);
+      for (size_t k = 0; k < l.n; k++) {
+        if (rc == 0)
+          rc = sync_send(sock, SYNC_MOUNT_FD, (int64_t)i, "layer", l.fds[k], err);
+        close(l.fds[k]);
+      }
+      free(l.attach);
+      free(l.fds);
       continue;
     }
     if (!is_bind(m) || !(u->idmap_all || m->idmap || m->n_uid_mappings))
       continue;
-    int fd = bind_mount_fd(u, s, i, container_ns, rules, err);
+    int fd = bind_mount_fd(u, s, i, container_ns, m->trusted ? NULL : rules, err);
     if (fd < 0) {
       rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type bind)", m->source ? m->source : "",
                            m->destination ? m->destination : "", i);

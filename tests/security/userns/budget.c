@@ -6,6 +6,8 @@
  *                                       its test bundle has it)
  *   budget host inotify|mqueue|ptys     on the host, as root: take one, print "host KIND: ok" or
  *                                       "host KIND: REASON" (harmless, so no marker)
+ *   budget MARKER creat-setuid PATH     inside a container: open(PATH, O_CREAT, 04755), print
+ *                                       "creat-setuid: ok" or the reason
  * Bounded: at most 10000 of anything. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +43,15 @@ static int take(const char *kind, int i) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[2], "creat-setuid") == 0) {
+    char marker[256];
+    snprintf(marker, sizeof(marker), "/%s", argv[1]);
+    if (strchr(argv[1], '/') || access(marker, F_OK) != 0)
+      return 2;
+    int fd = open(argv[3], O_CREAT | O_WRONLY | O_CLOEXEC, 04755);
+    printf("creat-setuid: %s\n", fd < 0 ? strerror(errno) : "ok");
+    return 0;
+  }
   if (argc != 3) {
     fprintf(stderr, "usage: budget MARKER|host inotify|mqueue|ptys\n");
     return 2;
