@@ -168,9 +168,12 @@ host_id_of() {
   local slot pid
   read -r slot _ <"$ROOT/$CID/userns-range"
   pid=$(state_field "$CID" pid)
-  # The crash: the container and its state directory vanish without a delete.
+  # The crash: the container and its state directory vanish without a delete (and its cgroup
+  # with them, which the test removes by hand once init is gone).
   kill -9 "$pid"
+  while [ -e "/proc/$pid" ]; do sleep 0.05; done
   rm -rf "${ROOT:?}/$CID"
+  find /sys/fs/cgroup -depth -type d -name "$CID" -exec rmdir {} + 2>/dev/null || true
   [ -e "/run/codemode-userns/$slot" ]
   # The next allocation that reaches the slot sees it stale and takes it (or skips past it if
   # another create took it meanwhile): either way it no longer names the vanished directory.
