@@ -144,12 +144,19 @@ for pass in $passes; do
       run_bats "subuid" "$repo/tests/integration/rootfs_tools.bats"
       # The real MCP client and server, as the user: the npm packages were installed by root
       # (tests/mcp/deps.sh); Docker's cases need the daemon's root.
-      if [ -d "$repo/tests/mcp/.work/node_modules/@modelcontextprotocol/sdk" ] && command -v node >/dev/null; then
+      # The npm packages first, as root (the user may not write tests/mcp/.work).
+      if command -v node >/dev/null && "$repo/tests/mcp/deps.sh" >"$work/mcp-deps.log" 2>&1; then
+        before=$n
         emit "subuid mcp" < <(CM_EXTRA_ENV="CM_MCP_NO_DOCKER=1" as_user "$repo/tests/mcp/run.sh" </dev/null 2>"$work/mcp.err")
         [ -s "$work/mcp.err" ] && sed 's/^/# mcp: /' "$work/mcp.err" | tail -n 20
+        if [ "$n" -eq "$before" ]; then
+          n=$((n + 1))
+          echo "not ok $n [subuid mcp] the MCP SDK client through codemode-run as the user: no result (see above)"
+        fi
       else
         n=$((n + 1))
-        echo "not ok $n [subuid mcp] the MCP SDK client through codemode-run as the user: tests/mcp/deps.sh has not run"
+        echo "not ok $n [subuid mcp] the MCP SDK client through codemode-run as the user: tests/mcp/deps.sh failed"
+        tail -n 5 "$work/mcp-deps.log" | sed 's/^/# /'
       fi
       ;;
     3)
