@@ -59,10 +59,11 @@ rl_systemd_scope() {
   done
   [ -S "$xdg/systemd/private" ] || { echo "no user manager at $xdg"; systemctl status "user@$RL_UID.service" | tail -n 5; return 1; }
   out=$(RL_XDG=$xdg rl_as "$CODEMODE_RUN" --root /run/cmvm-rl/state --id rl-sd --rootfs "$TEMPLATE/rootfs" -- \
-    sh -c 'grep "^0::" /proc/self/cgroup; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max' 2>&1)
+    sh -c 'grep "^0::" /proc/self/cgroup; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max' 2>/run/cmvm-rl/err)
   echo "$out"
+  cat /run/cmvm-rl/err
   loginctl disable-linger "$RL_USER"
-  [[ $out != *warning* ]] || return 1
+  ! grep -q warning /run/cmvm-rl/err || return 1
   [ "$(sed -n 2p <<<"$out")" = 536870912 ] && [ "$(sed -n 3p <<<"$out")" = 256 ] || return 1
   # The scope's cgroup, seen from the host: under the user's manager, removed after the run.
   [ -z "$(find /sys/fs/cgroup/user.slice -name 'codemode-rl-sd.scope' 2>/dev/null)" ]

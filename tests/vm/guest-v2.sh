@@ -370,13 +370,16 @@ rl_delegated() {
   mkdir -p "$d/shell"
   chown "$RL_UID:$RL_UID" "$d" "$d/cgroup.procs" "$d/cgroup.subtree_control" "$d/cgroup.threads" "$d/shell" \
     "$d/shell/cgroup.procs"
+  # stdout is the container's; stderr codemode-run's (the profile's limits, one line each).
   out=$(
     echo $BASHPID >"$d/shell/cgroup.procs"
     rl_as "$CODEMODE_RUN" --root /run/cmvm-rl/state --id rl1 --rootfs "$TEMPLATE/rootfs" -- \
-      sh -c 'cat /proc/self/uid_map; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max' 2>&1
+      sh -c 'cat /proc/self/uid_map; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max' \
+      2>/run/cmvm-rl/err
   )
   echo "$out"
-  [[ $out != *warning* ]] || return 1
+  cat /run/cmvm-rl/err
+  ! grep -q warning /run/cmvm-rl/err || return 1
   [ "$(sed -n 2p <<<"$out")" = 536870912 ] && [ "$(sed -n 3p <<<"$out")" = 256 ] &&
     [ "$(sed -n 4p <<<"$out")" = "100000 100000" ] || return 1
   # Gone after the run, the delegated subtree as it was.
