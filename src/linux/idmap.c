@@ -37,16 +37,18 @@ static void fs_name(int fd, char *buf, size_t size) {
   snprintf(buf, size, "filesystem 0x%lx", (unsigned long)st.f_type);
 }
 
-int idmap_clone(int src_fd, int userns_fd, bool recursive, unsigned long flags, unsigned long clear, bool rro,
+int idmap_clone(int src_fd, int userns_fd, unsigned tree, unsigned long flags, unsigned long clear, bool rro,
                 bool *refused, struct cm_error **err) {
   if (refused)
     *refused = false;
-  unsigned int tree = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
-  cleanup_close int mnt_fd = open_tree(src_fd, "", tree);
+  bool recursive = tree & IDMAP_TREE, mapped = recursive && (tree & IDMAP_TREE_MAPPED);
+  cleanup_close int mnt_fd = open_tree(
+      src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0));
   if (mnt_fd < 0)
     return cm_error_set(err, errno, "clone mount tree");
   struct mount_attr idmap = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd};
-  if (userns_fd >= 0 && mount_setattr(mnt_fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &idmap, sizeof(idmap)) < 0) {
+  if (userns_fd >= 0 &&
+      mount_setattr(mnt_fd, "", AT_EMPTY_PATH | (mapped ? AT_RECURSIVE : 0), &idmap, sizeof(idmap)) < 0) {
     int e = errno;
     char name[48];
     fs_name(mnt_fd, name, sizeof(name));
@@ -54,7 +56,7 @@ int idmap_clone(int src_fd, int userns_fd, bool recursive, unsigned long flags, 
       *refused = true;
     if (e == EINVAL)
       return cm_error_set(err, e, "%s does not support idmapped mounts%s", name,
-                          recursive ? " (here or in a mount below)" : "");
+                          mapped ? " (here or in a mount below)" : "");
     return cm_error_set(err, e, "idmap a mount of %s", name);
   }
   struct mount_attr attr;
@@ -208,7 +210,7 @@ int idmap_overlay(const struct overlay_layers *l, int userns_fd, uid_t owner_uid
     cleanup_close int src = open(l->upper ? l->upper : l->lowers[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (src < 0)
       return cm_error_set(err, errno, "overlay layer %s", l->upper ? l->upper : l->lowers[0]);
-    return idmap_clone(src, userns_fd, false, MS_RDONLY, 0, false, NULL, err);
+    return idmap_clone(src, userns_fd, 0, MS_RDONLY, 0, false, NULL, err);
   }
   cleanup_free int *fds = calloc(n, sizeof(int));
   if (fds == NULL)
@@ -229,7 +231,7 @@ int idmap_overlay(const struct overlay_layers *l, int userns_fd, uid_t owner_uid
       fclose(f);
       goto out;
     }
-    fds[i] = idmap_clone(src, userns_fd, false, 0, 0, false, NULL, err);
+    fds[i] = idmap_clone(src, userns_fd, 0, 0, 0, false, NULL, err);
     if (fds[i] < 0) {
       cm_error_prefix(err, "overlay layer %s", layer);
       fclose(f);

@@ -20,12 +20,16 @@
 
 #include "util/error.h"
 
-/* A detached clone of the mount tree at src_fd (recursively when `recursive`), idmapped through
- * userns_fd (every mount of a recursive clone; -1: not idmapped), with MS_* `flags` set and
- * `clear` cleared on its top mount, read-only throughout when `rro`. A filesystem that refuses
+/* idmap_clone's `tree`: IDMAP_TREE clones the mount tree at src_fd with its submounts (rbind),
+ * IDMAP_TREE_MAPPED idmaps every mount of it, not only the top (runtime-spec's "ridmap"). */
+enum { IDMAP_TREE = 1, IDMAP_TREE_MAPPED = 2 };
+
+/* A detached clone of the mount at src_fd (with the submounts as `tree` says), idmapped through
+ * userns_fd (-1: not idmapped), with MS_* `flags` set and `clear` cleared on its top mount,
+ * read-only throughout when `rro`. A filesystem that refuses
  * idmapping is an error naming it, with errno EINVAL; then *refused (when not NULL) is true.
  * Returns the mount fd. */
-int idmap_clone(int src_fd, int userns_fd, bool recursive, unsigned long flags, unsigned long clear, bool rro,
+int idmap_clone(int src_fd, int userns_fd, unsigned tree, unsigned long flags, unsigned long clear, bool rro,
                 bool *refused, struct cm_error **err);
 
 /* The overlay mount whose root is `path`, if it is one: its layers as absolute paths (upper

@@ -384,7 +384,7 @@ static int overlay_layer(struct overlay_ctx *ctx, int fs_fd, const char *key, co
       cleanup_close int parent = open(ctx->upper_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
       if (parent < 0)
         return cm_error_set(err, errno, "open %s", ctx->upper_root);
-      ctx->upper_mnt = idmap_clone(parent, ctx->userns_fd, false, 0, 0, false, NULL, err);
+      ctx->upper_mnt = idmap_clone(parent, ctx->userns_fd, 0, 0, 0, false, NULL, err);
       if (ctx->upper_mnt < 0)
         return cm_error_prefix(err, "%s", what);
       push_fd(&ctx->attach, &ctx->n_attach, &ctx->cap_attach, ctx->upper_mnt);
@@ -398,7 +398,7 @@ static int overlay_layer(struct overlay_ctx *ctx, int fs_fd, const char *key, co
     return 0;
   }
   if (ctx->collect) {
-    int mnt = idmap_clone(fd, ctx->userns_fd, false, 0, 0, false, NULL, err);
+    int mnt = idmap_clone(fd, ctx->userns_fd, 0, 0, 0, false, NULL, err);
     if (mnt < 0)
       return cm_error_prefix(err, "%s", what);
     push_fd(&ctx->attach, &ctx->n_attach, &ctx->cap_attach, mnt);

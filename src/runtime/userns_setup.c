@@ -286,8 +286,11 @@ static int bind_clone(const struct userns_setup *u, const struct spec *s, size_t
    * as without the user namespace. What that could plant, a setuid-root program, the profile's
    * filter refuses (no setuid or setgid mode bits: seccomp-profiles/mcp.json), and a write to an
    * existing setuid file clears its bit (no CAP_FSETID). */
+  /* rbind: the submounts idmapped too when the profile idmaps (every mount, as the root), or as
+   * the caller asked ("ridmap"; "idmap" and mappings alone: the top mount only, as runc). */
+  unsigned tree = recursive ? IDMAP_TREE | (!asked || m->idmap_recursive ? IDMAP_TREE_MAPPED : 0) : 0;
   if (!asked && u->idmap_off)
-    return idmap_clone(src, -1, recursive, flags, m->clear_flags, m->recursive_readonly, NULL, err);
+    return idmap_clone(src, -1, tree, flags, m->clear_flags, m->recursive_readonly, NULL, err);
   cleanup_close int ns = -1;
   int use = container_ns;
   if (own_maps && (!same_maps(m->uid_mappings, m->n_uid_mappings, s->linux_.uid_mappings, s->linux_.n_uid_mappings) ||
@@ -299,12 +302,12 @@ static int bind_clone(const struct userns_setup *u, const struct spec *s, size_t
   }
   bool refused = false;
   cleanup_error struct cm_error *why = NULL;
-  int fd = idmap_clone(src, use, recursive, flags, m->clear_flags, m->recursive_readonly, &refused, &why);
+  int fd = idmap_clone(src, use, tree, flags, m->clear_flags, m->recursive_readonly, &refused, &why);
   if (fd < 0 && refused && !asked) {
     /* A filesystem that cannot be idmapped (a device node's devtmpfs…): bound as it is, its
      * files shown as nobody's. */
     cm_debug("mounts[%zu] %s: %s; bound without idmapping", i, m->destination, why->msg);
-    fd = idmap_clone(src, -1, recursive, flags, m->clear_flags, m->recursive_readonly, NULL, err);
+    fd = idmap_clone(src, -1, tree, flags, m->clear_flags, m->recursive_readonly, NULL, err);
   } else if (fd < 0) {
     *err = why;
     why = NULL;
@@ -348,7 +351,8 @@ static int rootfs_mount_fd(const struct userns_setup *u, const struct spec *s, c
   if (src < 0)
     return cm_error_set(err, errno, "open rootfs %s", rootfs);
   /* Hardened: without the host mounts below it (one of them could be a procfs or a disk). */
-  int fd = idmap_clone(src, u->idmap_off ? -1 : container_ns, rules == NULL, 0, 0, false, NULL, err);
+  int fd = idmap_clone(src, u->idmap_off ? -1 : container_ns,
+                       rules == NULL ? IDMAP_TREE | IDMAP_TREE_MAPPED : 0, 0, 0, false, NULL, err);
   if (fd < 0)
     return cm_error_prefix(err,
                            "rootfs %s (its files would all belong to nobody in the container: put it on ext4, "

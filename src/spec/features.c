@@ -1,8 +1,6 @@
 /* The OCI features document (`codemode features`): every field of runtime-spec 1.2's features.md
  * that codemode implements, and only what it implements (issue 14). Absent on purpose:
- * linux.netDevices (spec 1.3). Reported false: systemdUser (the systemd driver talks to the
- * system bus only), intelRdt (linux.intelRdt is not applied), mountExtensions.idmap (an idmap
- * mount is refused). */
+ * linux.netDevices (spec 1.3). Reported false: intelRdt (linux.intelRdt is not applied). */
 #include <ctype.h>
 #include <errno.h>
 #include <linux/seccomp.h>

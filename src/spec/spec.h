@@ -45,7 +45,8 @@ struct spec_mount {
   unsigned long clear_flags;       /* MS_* the options explicitly clear (rw, suid, dev, exec, …) */
   unsigned long propagation;       /* MS_SHARED/MS_SLAVE/MS_PRIVATE/MS_UNBINDABLE (| MS_REC) or 0 */
   bool recursive_readonly;         /* "rro" */
-  bool idmap;                      /* "idmap"/"ridmap" (refused for now with a clear error) */
+  bool idmap;                      /* "idmap"/"ridmap": an idmapped mount (runtime/userns_setup.h) */
+  bool idmap_recursive;            /* "ridmap": the submounts of an rbind idmapped too (runc) */
   bool tmpcopyup;                  /* "tmpcopyup": a tmpfs gets the content of the directory it covers */
   char *data;                      /* unknown options joined by ',' for mount(2) data, or NULL */
   struct spec_id_mapping *uid_mappings, *gid_mappings;

@@ -22,6 +22,7 @@ setup() {
 }
 
 teardown() {
+  ! mountpoint -q "$TEST_DIR/src/sub" 2>/dev/null || umount "$TEST_DIR/src/sub"
   rm -rf --one-file-system "$HOST_DIR"
   cm_teardown
 }
@@ -37,6 +38,7 @@ host_id_of() {
 }
 
 @test "mcp as root: container root is an unprivileged host uid of a range the container holds alone" {
+  codemode_only mcp-profile
   set_args sh -c 'cat /proc/self/uid_map /proc/self/gid_map; id -u'
   run mcprun "$BUNDLE" </dev/null
   echo "$output" >&3
@@ -50,6 +52,7 @@ host_id_of() {
 }
 
 @test "mcp as root: seen from the host, init runs as the range's first uid; the range is released at delete" {
+  codemode_only mcp-profile
   set_args sleep 30
   cm --profile mcp run --detach -b "$BUNDLE" "$CID" </dev/null
   local pid u
@@ -66,6 +69,7 @@ host_id_of() {
 }
 
 @test "mcp as root: the rootfs is idmapped (host uid 0 files are the container root's), nothing is chowned" {
+  codemode_only mcp-profile
   touch "$BUNDLE/rootfs/etc/owned-by-root"
   local before
   before=$(stat -c '%u %g %Z' "$BUNDLE/rootfs/etc/owned-by-root")
@@ -79,6 +83,7 @@ host_id_of() {
 }
 
 @test "mcp as root: binds are idmapped: host root's files are the container root's, read-only or writable" {
+  codemode_only mcp-profile
   mkdir -p "$HOST_DIR/ro" "$HOST_DIR/rw"
   echo hello >"$HOST_DIR/ro/file"
   set_args sh -c 'stat -c %u /ro/file /rw; touch /rw/made-here && echo wrote; cat /proc/self/uid_map'
@@ -93,6 +98,7 @@ host_id_of() {
 }
 
 @test "mcp: no setuid or setgid bit can be set, so a writable idmapped bind cannot plant a setuid-root program" {
+  codemode_only mcp-profile
   mkdir -p "$HOST_DIR/rw"
   cp "$BUNDLE/rootfs/bin/busybox" "$HOST_DIR/rw/prog"
   set_args sh -c 'cp /bin/busybox /rw/planted; chmod u+s /rw/planted; echo "chmod $?"; chmod g+s /rw/prog; echo "chmod-g $?";
@@ -118,6 +124,7 @@ host_id_of() {
 }
 
 @test "mcp as root --ephemeral: a writable root through a throwaway upper layer; the rootfs is untouched" {
+  codemode_only mcp-profile
   set_args sh -c 'echo hi >/etc/made-here && stat -c "%u %s" /etc/made-here /etc/passwd'
   run mcprun --ephemeral "$BUNDLE" </dev/null
   echo "$output" >&3
@@ -128,6 +135,7 @@ host_id_of() {
 }
 
 @test "mcp: a config mapping host uid 0 into its user namespace is refused" {
+  codemode_only mcp-profile
   set_cfg '.linux.namespaces += [{type: "user"}] | .linux.uidMappings = [{containerID: 0, hostID: 0, size: 65536}] |
     .linux.gidMappings = [{containerID: 0, hostID: 0, size: 65536}]'
   run mcprun "$BUNDLE" </dev/null
@@ -136,6 +144,7 @@ host_id_of() {
 }
 
 @test "mcp: concurrent creates get distinct ranges; a range is never handed out while held" {
+  codemode_only mcp-profile
   local i pids=() ids=() u seen=""
   set_args sleep 60
   for i in 1 2 3 4 5 6; do
@@ -163,6 +172,7 @@ host_id_of() {
 }
 
 @test "mcp: a range whose state directory is gone (a crash) is taken again" {
+  codemode_only mcp-profile
   set_args sleep 60
   cm --profile mcp create -b "$BUNDLE" "$CID" </dev/null >/dev/null 2>&1
   local slot pid
@@ -204,6 +214,7 @@ budget_case() {
 }
 
 @test "budget: the container exhausts its own inotify instances; host root still gets one" {
+  codemode_only mcp-profile
   budget_case inotify
   [[ "$CONTAINER_OUT" == "exhausted inotify after "*": Too many open files" ]]
   local n=${CONTAINER_OUT#exhausted inotify after }
@@ -214,6 +225,7 @@ budget_case() {
 }
 
 @test "budget: the container exhausts its own POSIX mqueue bytes; host root still gets a queue" {
+  codemode_only mcp-profile
   budget_case mqueue
   [[ "$CONTAINER_OUT" == "exhausted mqueue after "* ]]
   [[ "$CONTAINER_OUT" == *"Too many open files"* || "$CONTAINER_OUT" == *"Cannot allocate memory"* ||
@@ -222,6 +234,7 @@ budget_case() {
 }
 
 @test "budget: the container's ptys stop at its devpts max=; host root still gets one" {
+  codemode_only mcp-profile
   budget_case ptys
   local max
   max=$("$CODEMODE_RUN" --root "$ROOT" --id "$CID-max" "$BUNDLE" -- sh -c 'grep " /dev/pts " /proc/mounts' </dev/null |
@@ -251,12 +264,14 @@ searchable_bundle() {
 }
 
 @test "features: idmapped mounts are advertised" {
+  codemode_only features-set
   run cm features
   [ "$status" -eq 0 ]
   [ "$(jq -r '.linux.mountExtensions.idmap.enabled' <<<"$output")" = true ]
 }
 
 @test "idmap: a bind with its own mappings, in a container with a user namespace (runc's semantics)" {
+  codemode_only runc11-unsupported
   mkdir -p "$TEST_DIR/src"
   touch "$TEST_DIR/src/root-file" "$TEST_DIR/src/one-file"
   chown 1:1 "$TEST_DIR/src/one-file"
@@ -276,6 +291,7 @@ searchable_bundle() {
 }
 
 @test "idmap: mappings of its own (differing from the container's) and the \"idmap\" option alone" {
+  codemode_only runc11-unsupported
   mkdir -p "$TEST_DIR/src"
   touch "$TEST_DIR/src/root-file"
   searchable_bundle
@@ -294,7 +310,33 @@ searchable_bundle() {
   [ "${lines[1]}" = 0 ]    # the container's own mappings
 }
 
+@test "idmap: \"idmap\" maps an rbind's top mount only, \"ridmap\" its submounts too (runc)" {
+  codemode_only runc11-unsupported
+  mkdir -p "$TEST_DIR/src/sub"
+  touch "$TEST_DIR/src/root-file"
+  mount -t tmpfs -o size=1m cm-ridmap "$TEST_DIR/src/sub"
+  touch "$TEST_DIR/src/sub/sub-file"
+  searchable_bundle
+  mkdir -p "$BUNDLE/rootfs/r"
+  set_cfg '.linux.namespaces += [{type: "user"}] |
+    .linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}] |
+    .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}] |
+    .mounts += [{destination: "/m", type: "bind", source: $s, options: ["rbind", "idmap"]},
+      {destination: "/r", type: "bind", source: $s, options: ["rbind", "ridmap"]}]' --arg s "$TEST_DIR/src"
+  set_args sh -c 'stat -c "%u" /m/root-file /m/sub/sub-file /r/root-file /r/sub/sub-file'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  # Host root's files: the container's root through an idmapped mount, unmapped (the overflow
+  # uid) through one that is not.
+  [ "${lines[0]}" = 0 ]
+  [ "${lines[1]}" = "$(cat /proc/sys/kernel/overflowuid)" ]
+  [ "${lines[2]}" = 0 ]
+  [ "${lines[3]}" = 0 ]
+}
+
 @test "idmap: without a user namespace, the container sees the mount's host ids" {
+  codemode_only runc11-unsupported
   mkdir -p "$TEST_DIR/src"
   touch "$TEST_DIR/src/root-file"
   set_cfg '.mounts += [{destination: "/m", type: "bind", source: $s, options: ["rbind"],
@@ -309,6 +351,7 @@ searchable_bundle() {
 }
 
 @test "idmap: refused clearly where it cannot be (not a bind, uid without gid mappings, idmap without a user namespace)" {
+  codemode_only runc11-unsupported
   set_cfg '.mounts += [{destination: "/t", type: "tmpfs", source: "tmpfs", uidMappings: [{containerID: 0, hostID: 1, size: 1}], gidMappings: [{containerID: 0, hostID: 1, size: 1}]}]'
   run_cm run -b "$BUNDLE" "$CID"
   [ "$status" -ne 0 ]
