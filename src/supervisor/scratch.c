@@ -17,7 +17,13 @@ const char *scratch_dir(struct cleanup_plan *plan, struct cm_error **err) {
   if (plan->ephemeral_dir[0])
     return plan->ephemeral_dir;
   if (unshare(CLONE_NEWNS) < 0) {
-    cm_error_set(err, errno, "scratch space: unshare mount namespace");
+    if (errno == EPERM && geteuid() != 0)
+      cm_error_set(err, errno,
+                   "scratch space: a mount namespace of codemode-run's own needs root (uid %u here); rootless, "
+                   "use a bundle of your own instead (README: Rootless)",
+                   geteuid());
+    else
+      cm_error_set(err, errno, "scratch space: unshare mount namespace");
     return NULL;
   }
   /* Slave, not shared: nothing mounted here may propagate back to the host. */
