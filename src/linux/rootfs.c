@@ -104,6 +104,14 @@ bool rootfs_has_bind_mounts(const struct spec *s) {
   return false;
 }
 
+bool rootfs_has_bind_mounts_besides(const struct spec *s, const struct rootfs_premounts *pre) {
+  for (size_t i = 0; i < s->n_mounts; i++)
+    if (rootfs_mount_is_bind(&s->mounts[i]) && s->mounts[i].source &&
+        (pre == NULL || i >= pre->n || pre->mount_fds[i] < 0))
+      return true;
+  return false;
+}
+
 int rootfs_open_bind_sources_in(pid_t pid, const struct spec *s, const char *bundle, int *fds, struct cm_error **err) {
   for (size_t i = 0; i < s->n_mounts; i++)
     fds[i] = -1;

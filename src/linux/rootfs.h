@@ -52,6 +52,8 @@ struct rootfs_premounts {
   struct rootfs_premount_layers *layers; /* [n]: for an overlay entry, its layers; NULL: none */
   size_t n;
 };
+/* rootfs_has_bind_mounts, less the binds premounted in pre (NULL: none). */
+bool rootfs_has_bind_mounts_besides(const struct spec *s, const struct rootfs_premounts *pre);
 /* rootfs_prepare with premounts (NULL: none); a bind with a premount does not use bind_fds. */
 int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const struct rootfs_premounts *pre,
                               const int *bind_fds, struct cm_error **err);

@@ -130,6 +130,9 @@ void container_stage1(const struct init_config *c) {
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
   const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
   bool create_userns = userns->present && userns->path == NULL;
+  /* The runtime's credentials, which ours are until the user namespace: only a root runtime can
+   * join our mount namespace to open bind sources for us (below). */
+  bool runtime_is_root = geteuid() == 0;
   if (create_userns && c->userns)
     userns_child_begin(c->userns);
   /* Still in our user namespace: init, non-dumpable (CVE-2019-5736), has a /proc/self owned by
@@ -173,9 +176,12 @@ void container_stage1(const struct init_config *c) {
     fail(c->sync_fd, err);
   }
   /* The namespace's root may not reach every bind source: the runtime opens them for us, in our
-   * new mount namespace, with its own credentials (rootfs.h). Init inherits the fds. */
+   * new mount namespace, with its own credentials (rootfs.h). Init inherits the fds. Not the
+   * binds the runtime premounted; not rootless, where we are the caller and reach what it does
+   * (and a runtime without CAP_SYS_ADMIN could not join our mount namespace). */
   struct init_config with_fds = *c;
-  if (userns->present && s->linux_.namespaces[SPEC_NS_MOUNT].present && rootfs_has_bind_mounts(s)) {
+  if (runtime_is_root && userns->present && s->linux_.namespaces[SPEC_NS_MOUNT].present &&
+      rootfs_has_bind_mounts_besides(s, c->premounts ? &pre : NULL)) {
     with_fds.bind_fds = malloc(s->n_mounts * sizeof(int));
     if (with_fds.bind_fds == NULL)
       abort();
