@@ -266,6 +266,14 @@ $(B)/fuzz/fuzz_unpack: tests/fuzz/fuzz_unpack.c $(B)/fuzz/src/image/unpack.o $(B
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/fuzz/src/image/unpack.o $(B)/fuzz/libfuzzlib.a \
 	  $(PKG_LIBS) $(shell pkg-config --libs libarchive)
 
+# The learned policy file (issue 19): its parser and what --policy makes of it, with the seccomp
+# profile loader (libseccomp) behind it.
+FUZZ_LEARNED_OBJS := $(patsubst %.c,$(B)/fuzz/%.o,src/policy/learned_policy.c src/policy/learned_policy_json.c \
+                       src/policy/learned_paths.c src/policy/seccomp_profile.c src/policy/builtin_profiles.c)
+$(B)/fuzz/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)
+$(B)/fuzz/fuzz_learned_policy: tests/fuzz/fuzz_learned_policy.c $(FUZZ_LEARNED_OBJS) $(B)/fuzz/libfuzzlib.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LEARNED_OBJS) $(B)/fuzz/libfuzzlib.a $(PKG_LIBS)
+
 fuzz-bins: $(FUZZ_BINS)
 
 fuzz: $(FUZZ_BINS)
@@ -282,6 +290,7 @@ bench: all $(B)/tests/landlock_cost
 	  tests/bench/run.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/mcp.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/egress.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/learn.sh
 
 # What Landlock adds to an mcp start, step by step (issue 18): run.sh reports it.
 $(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a

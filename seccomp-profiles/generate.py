@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Write default.json, mcp.json and mcp-audit.json (Docker's seccomp profile format).
+"""Write default.json and mcp.json (Docker's seccomp profile format).
 
-One source for the three profiles, so they cannot drift apart:
+One source for both profiles, so they cannot drift apart:
   default.json    what Docker's default profile lets a container do: an allow list, the
                   capability-gated groups (includes/excludes on caps), the arch-specific calls,
                   clone without namespace flags, clone3 -> ENOSYS.
@@ -10,8 +10,9 @@ One source for the three profiles, so they cannot drift apart:
                   native 64-bit ABI, socket families UNIX/INET/INET6/NETLINK_ROUTE, no
                   TIOCSTI/TIOCLINUX/TIOCSETD, no namespace flags on clone, mknod only for FIFOs,
                   no setuid/setgid mode bits (chmod, open…), openat2 -> ENOSYS.
-  mcp-audit.json  mcp.json with every mcp-only denial turned into SCMP_ACT_LOG, to learn what a
-                  server really calls (the kernel logs each hit to the audit log / dmesg).
+(mcp-audit.json, mcp.json with its denials turned into SCMP_ACT_LOG, is retired: its records went
+to the kernel log and nothing turned them into a policy. --profile mcp-audit is now codemode-run's
+learn mode on top of mcp.json, codemode-profiles(5).)
 Run it after editing; the generated files are committed and built into codemode.
 """
 import json
@@ -86,7 +87,7 @@ CAP_GATED = {
 CLONE_NS_FLAGS = [0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000]
 CLONE_NS_MASK = sum(CLONE_NS_FLAGS)
 
-# What mcp.json takes away from the default allow list (and what mcp-audit.json logs instead).
+# What mcp.json takes away from the default allow list.
 # Each one is either a known escape primitive or kernel attack surface an MCP server never needs.
 MCP_DENIED = {
     "ptrace process_vm_readv process_vm_writev kcmp pidfd_getfd process_madvise":
@@ -168,14 +169,14 @@ def default_profile():
     return {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": EPERM, "archMap": ARCH_MAP_ALL, "syscalls": s}
 
 
-def mcp_profile(audit):
+def mcp_profile():
     denied = set()
     for names in MCP_DENIED:
         denied.update(names.split())
     conditional = {"ioctl", "socket", "socketpair", "mknod", "mknodat", "clone", "clone3", "personality"}
     conditional |= {name for name, _ in SETID_MODE_ARG} | {"openat2"}
-    refuse = "SCMP_ACT_LOG" if audit else "SCMP_ACT_ERRNO"
-    refuse_extra = {} if audit else {"errnoRet": EPERM}
+    refuse = "SCMP_ACT_ERRNO"
+    refuse_extra = {"errnoRet": EPERM}
     allowed = [n for n in ALLOWED if n not in denied and n not in conditional]
     s = [rule(allowed, comment="the default allow list minus what an MCP server never needs")]
     s.append(rule("arch_prctl", includes={"arches": ["amd64"]}))
@@ -183,15 +184,12 @@ def mcp_profile(audit):
         s.append(rule("personality", args=[arg(0, "SCMP_CMP_EQ", v)]))
     # clone: never with namespace flags; clone3's flags are unreadable, so ENOSYS (libc falls back).
     s.append(rule("clone", args=[arg(0, "SCMP_CMP_MASKED_EQ", CLONE_NS_MASK, 0)], comment="no namespace flags"))
-    if audit:
-        for f in CLONE_NS_FLAGS:
-            s.append(rule("clone", "SCMP_ACT_LOG", args=[arg(0, "SCMP_CMP_MASKED_EQ", f, f)]))
     s.append(rule("clone3", action="SCMP_ACT_ERRNO", errnoRet=ENOSYS))
     # ioctl: the command is an unsigned int, but seccomp sees 64 bits: compare the low 32 bits
     # (a caller could set the high ones, the kernel drops them) and refuse high bits outright.
     # The refusals answer ENOTTY, not EPERM: libseccomp drops a rule whose action equals the
     # default (ERRNO(EPERM)), and the ALLOW rule below would then let these through too.
-    tty_refuse_extra = {} if audit else {"errnoRet": ENOTTY}
+    tty_refuse_extra = {"errnoRet": ENOTTY}
     for req, name, why in ((0x5412, "TIOCSTI", "would inject keystrokes into the caller's terminal"),
                            (0x541C, "TIOCLINUX", "would inject keystrokes into the caller's terminal"),
                            (0x5423, "TIOCSETD", "would change the line discipline of the caller's terminal "
@@ -204,17 +202,9 @@ def mcp_profile(audit):
         s.append(rule("socket", args=[arg(0, "SCMP_CMP_EQ", fam)]))
     s.append(rule("socket", args=[arg(0, "SCMP_CMP_EQ", 16), arg(2, "SCMP_CMP_EQ", 0)], comment="NETLINK_ROUTE"))
     s.append(rule("socketpair", args=[arg(0, "SCMP_CMP_EQ", 1)]))
-    if audit:
-        for fam in range(3, 46):
-            if fam not in (10, 16):
-                s.append(rule("socket", "SCMP_ACT_LOG", args=[arg(0, "SCMP_CMP_EQ", fam)]))
-        s.append(rule("socket", "SCMP_ACT_LOG", args=[arg(0, "SCMP_CMP_EQ", 16), arg(2, "SCMP_CMP_NE", 0)]))
     # mknod: FIFOs only (device nodes need CAP_MKNOD anyway; this keeps the surface closed).
     for name, idx in (("mknod", 1), ("mknodat", 2)):
         s.append(rule(name, args=[arg(idx, "SCMP_CMP_MASKED_EQ", 0o170000, 0o010000)], comment="S_IFIFO only"))
-        if audit:
-            for fmt in (0o020000, 0o060000, 0o100000, 0o140000):
-                s.append(rule(name, "SCMP_ACT_LOG", args=[arg(idx, "SCMP_CMP_MASKED_EQ", 0o170000, fmt)]))
     # No setuid or setgid bit, ever: the container's root owns what it writes through an idmapped
     # mount as the host ids its mapping names (host root, for the profile's own maps), and a
     # setuid-root program planted in a host directory would be a way to host root. The mode
@@ -223,10 +213,7 @@ def mcp_profile(audit):
     for name, idx in SETID_MODE_ARG:
         s.append(rule(name, args=[arg(idx, "SCMP_CMP_MASKED_EQ", 0o6000, 0)],
                       comment="no setuid/setgid mode bits (files the container's root owns as host root's)"))
-        if audit:
-            for bit in (0o4000, 0o2000):
-                s.append(rule(name, "SCMP_ACT_LOG", args=[arg(idx, "SCMP_CMP_MASKED_EQ", bit, bit)]))
-    s.append(rule("openat2", "SCMP_ACT_LOG" if audit else "SCMP_ACT_ERRNO", **({} if audit else {"errnoRet": ENOSYS}),
+    s.append(rule("openat2", "SCMP_ACT_ERRNO", errnoRet=ENOSYS,
                   comment="its mode (a setuid bit) is out of the filter's sight"))
     for names, why in MCP_DENIED.items():
         s.append(rule(names, refuse, comment=why, **refuse_extra))
@@ -242,5 +229,4 @@ def write(name, profile):
 
 if __name__ == "__main__":
     write("default.json", default_profile())
-    write("mcp.json", mcp_profile(audit=False))
-    write("mcp-audit.json", mcp_profile(audit=True))
+    write("mcp.json", mcp_profile())

@@ -57,6 +57,7 @@ int cmd_update(struct cli_globals *g, int argc, char **argv);
 int cmd_policy(struct cli_globals *g, int argc, char **argv);
 int cmd_events(struct cli_globals *g, int argc, char **argv);
 /* image_exec.c: run codemode-image */
+int cmd_learn(struct cli_globals *g, int argc, char **argv);
 int cmd_pull(struct cli_globals *g, int argc, char **argv);
 int cmd_images(struct cli_globals *g, int argc, char **argv);
 int cmd_rmi(struct cli_globals *g, int argc, char **argv);

@@ -33,7 +33,9 @@ static const char usage[] =
     "  list      list containers\n"
     "  spec      write a default config.json\n"
     "  features  print the features this runtime implements (JSON)\n"
-    "  policy    policy explain: what the hardening profile changes in a config\n"
+    "  policy    policy explain: what the hardening profile changes in a config;\n"
+    "            policy diff OLD NEW: what changed between two learned policies\n"
+    "  learn     learn a bundle's own policy (seccomp, Landlock, egress) from a run; --merge runs\n"
     "  pull      bring an image into the store (oci:DIR, docker-archive:FILE, a registry)\n"
     "  images    list the store's images (--prune: remove what no name needs)\n"
     "  rmi       remove images from the store\n"
@@ -46,7 +48,8 @@ static const char usage[] =
     "  --debug                   debug logging\n"
     "  --systemd-cgroup          use the systemd cgroup driver\n"
     "  --cgroup-manager cgroupfs|systemd|disabled\n"
-    "  --profile NAME            hardening profile: default, mcp, mcp-audit (codemode-profiles(5));\n"
+    "  --profile NAME            hardening profile: default, mcp, mcp-audit (= mcp here; learn\n"
+    "                            mode under codemode-run) (codemode-profiles(5));\n"
     "                            `codemode policy explain` shows what it changes; run as\n"
     "                            codemode-mcp (a link to codemode), mcp is the least it gets\n"
     "  --allow-host HOST[:PORT]  egress allowlist (repeatable): the container may reach HOST\n"
@@ -101,7 +104,7 @@ static const struct {
     {"kill", cmd_kill},     {"delete", cmd_delete}, {"list", cmd_list}, {"spec", cmd_spec},
     {"features", cmd_features}, {"exec", cmd_exec}, {"policy", cmd_policy},
     {"pause", cmd_pause},       {"resume", cmd_resume}, {"ps", cmd_ps},     {"update", cmd_update},
-    {"events", cmd_events}, {"pull", cmd_pull},         {"images", cmd_images}, {"rmi", cmd_rmi},
+    {"events", cmd_events}, {"learn", cmd_learn}, {"pull", cmd_pull},         {"images", cmd_images}, {"rmi", cmd_rmi},
 };
 
 /* The profile a program name selects: installed (or linked) as codemode-mcp, the binary is the

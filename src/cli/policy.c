@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "policy/learned_policy.h"
 #include "policy/profile.h"
 #include "runtime/rootless.h"
 #include "spec/json_util.h"
@@ -89,6 +90,7 @@ void cli_policy_free(struct cli_policy *p) {
 
 static const char help[] =
     "usage: codemode [--profile NAME] policy explain [options]\n"
+    "       codemode policy diff OLD.json NEW.json\n"
     "\n"
     "Print what the effective profile (the stricter of --profile and the config's\n"
     "run.codemode.profile annotation) changes in a bundle's config, one line per change,\n"
@@ -100,7 +102,39 @@ static const char help[] =
     "  -f, --config FILE  config file (default: BUNDLE/config.json)\n"
     "  -h, --help         this help\n"
     "\n"
+    "\n"
+    "diff: what a server update started (+) or stopped (-) needing, between two learned\n"
+    "policies (codemode-run --learn): one line per syscall rule, Landlock rule (~: its rights\n"
+    "changed) and egress rule. Exits 0 when they allow the same, 1 when they differ, 2 on error.\n"
+    "\n"
     "Profiles: default, mcp-audit, mcp (see codemode-profiles(5)).\n";
+
+static int policy_diff(int argc, char **argv) {
+  if (argc != 2) {
+    cli_usage_error("policy", "diff expects OLD.json NEW.json");
+    return 2;
+  }
+  struct learned_policy a, b;
+  struct cm_error *err = NULL;
+  if (learned_policy_load_file(argv[0], &a, &err) < 0) {
+    cli_fail(err);
+    return 2;
+  }
+  if (learned_policy_load_file(argv[1], &b, &err) < 0) {
+    learned_policy_free(&a);
+    cli_fail(err);
+    return 2;
+  }
+  struct policy_report r = {0};
+  learned_policy_diff(&a, &b, &r);
+  for (size_t i = 0; i < r.count; i++)
+    printf("%s\n", r.lines[i]);
+  int rc = r.count ? 1 : 0;
+  policy_report_free(&r);
+  learned_policy_free(&a);
+  learned_policy_free(&b);
+  return rc;
+}
 
 int cmd_policy(struct cli_globals *g, int argc, char **argv) {
   static const struct option opts[] = {
@@ -119,9 +153,11 @@ int cmd_policy(struct cli_globals *g, int argc, char **argv) {
     default: return cli_usage_error("policy", "unknown or incomplete option \"%s\"", argv[optind - 1]);
     }
   }
+  if (optind < argc && strcmp(argv[optind], "diff") == 0)
+    return policy_diff(argc - optind - 1, argv + optind + 1);
   /* Options may also follow the subcommand: `policy explain -b DIR`. */
   if (optind >= argc || strcmp(argv[optind], "explain") != 0)
-    return cli_usage_error("policy", "expects the subcommand \"explain\"");
+    return cli_usage_error("policy", "expects the subcommand \"explain\" or \"diff\"");
   optind++;
   while ((c = getopt_long(argc, argv, "b:f:h", opts, NULL)) != -1) {
     switch (c) {

@@ -29,10 +29,11 @@ static const char usage[] =
     "124 on timeout, 125 if it could not run); always delete it. stdio is passed through untouched.\n"
     "\n"
     "Options:\n"
-    "  --profile NAME          default, mcp-audit or mcp (default: mcp); see codemode-profiles(5)\n"
+    "  --profile NAME          default, mcp or mcp-audit (default: mcp; mcp-audit is mcp in learn\n"
+    "                          mode, the policy on stderr unless --learn FILE); codemode-profiles(5)\n"
     "  --explain               print what the profile changes in the config, then exit\n"
     "  --seccomp FILE|NAME     Docker-format seccomp profile for linux.seccomp (replaces the\n"
-    "                          config's; built in: default, mcp, mcp-audit); the profile's own\n"
+    "                          config's; built in: default, mcp); the profile's own\n"
     "                          filter is still stacked on top\n"
     "  --rootfs DIR            run DIR with a generated config (needs -- CMD ARGS)\n"
     "  --image REF             run an image: oci:DIR[:TAG], docker-archive:FILE or\n"
@@ -72,7 +73,8 @@ static const char usage[] =
     "  --allow-cidr CIDR:PORT  let it reach addresses of CIDR on PORT (non-HTTP services)\n"
     "  --deny-host HOST[:PORT], --deny-cidr CIDR[:PORT]  refuse these even if allowed\n"
     "  --dns-upstream IP[:PORT] the resolver the egress broker asks (default: the host's)\n"
-    "  --audit-log FILE        one JSON line per egress decision (codemode-profiles(5))\n"
+    "  --audit-log FILE        one JSON line per decision: egress, and denied syscalls and\n"
+    "                          files (codemode-profiles(5), AUDIT LOG)\n"
     "  --secret NAME=@FILE | --secret NAME\n"
     "                          put a secret in $NAME, read from FILE or from NAME in\n"
     "                          codemode-run's environment (never from the command line)\n"
@@ -80,6 +82,11 @@ static const char usage[] =
     "                          keep secret NAME from the server: $NAME is the placeholder\n"
     "                          CODEMODE_SECRET_NAME, replaced by the broker in the\n"
     "                          Authorization (or HEADER) header of HTTPS requests to HOST\n"
+    "  --learn FILE            learn mode: every syscall (with the arguments that matter), file\n"
+    "                          and host the server uses is recorded; FILE gets the policy of\n"
+    "                          what it did (seccomp, Landlock, egress), with when each was seen\n"
+    "  --policy FILE           apply a learned policy on top of the profile (never looser than mcp)\n"
+    "  --audit-summary         on exit, list this run's denials and the policy line allowing each\n"
     "  --id ID                 container id (default codemode-run-PID)\n"
     "  --root DIR              state directory (default /run/codemode; not root:\n"
     "                          $XDG_RUNTIME_DIR/codemode)\n"
@@ -166,7 +173,10 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
     O_DNS_UPSTREAM,
     O_AUDIT_LOG,
     O_SECRET,
-    O_SECRET_HOST
+    O_SECRET_HOST,
+    O_LEARN,
+    O_POLICY,
+    O_AUDIT_SUMMARY
   };
   static const struct option opts[] = {
       {"profile", required_argument, NULL, O_PROFILE},
@@ -204,6 +214,9 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       {"audit-log", required_argument, NULL, O_AUDIT_LOG},
       {"secret", required_argument, NULL, O_SECRET},
       {"secret-host", required_argument, NULL, O_SECRET_HOST},
+      {"learn", required_argument, NULL, O_LEARN},
+      {"policy", required_argument, NULL, O_POLICY},
+      {"audit-summary", no_argument, NULL, O_AUDIT_SUMMARY},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'v'},
       {NULL, 0, NULL, 0},
@@ -283,6 +296,9 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
       o->root = optarg;
       break;
     case O_DEBUG: o->debug = true; break;
+    case O_LEARN: o->learn = optarg; break;
+    case O_POLICY: o->policy = optarg; break;
+    case O_AUDIT_SUMMARY: o->audit_summary = true; break;
     case 'h': fputs(usage, stdout); exit(0);
     case 'v': printf("codemode-run version %s\nspec: %s\n", CODEMODE_VERSION, SPEC_OCI_VERSION); exit(0);
     default: fputs(usage, stderr); exit(EXIT_RUN_ERROR);

@@ -205,6 +205,11 @@ static int add_syscall_rule(scmp_filter_ctx ctx, uint32_t action, const char *na
 }
 
 /* libseccomp writes the program to an fd; read it back into memory. */
+static int export_bpf(scmp_filter_ctx ctx, struct seccomp_program *out, struct cm_error **err);
+int seccomp_program_export(void *ctx, struct seccomp_program *out, struct cm_error **err) {
+  return export_bpf((scmp_filter_ctx)ctx, out, err);
+}
+
 static int export_bpf(scmp_filter_ctx ctx, struct seccomp_program *out, struct cm_error **err) {
 #if SCMP_VER_MAJOR > 2 || (SCMP_VER_MAJOR == 2 && SCMP_VER_MINOR >= 6)
   size_t len = 0;

@@ -36,6 +36,8 @@ uint32_t seccomp_arch_token(const char *name);
  * (struct sock_filter[], malloc'd) is NULL and *n 0 when the profile needs none. */
 int seccomp_enosys_stub(const struct spec_seccomp *sc, uint32_t default_action, void **out, size_t *n,
                         struct cm_error **err);
+/* The BPF of a libseccomp filter context (scmp_filter_ctx) into out->bpf/n_insns. */
+int seccomp_program_export(void *ctx, struct seccomp_program *out, struct cm_error **err);
 /* seccomp_compile through a cache of compiled programs in cache_dir (normally
  * SECCOMP_CACHE_DIR), keyed by the whole filter (see seccomp_cache.c); any cache problem falls
  * back to compiling. */

@@ -115,14 +115,12 @@ int policy_apply_exec(const char *requested, const char *recorded, struct spec_p
   /* The same process rules and the same stacked filter as init: exec'd code is as untrusted as
    * the server itself (an exec must not be a way around the profile). */
   policy_mcp_tighten_process(p, &out->report);
-  if (policy_mcp_load_seccomp(out->profile == POLICY_PROFILE_MCP_AUDIT, p->capabilities.bounding,
-                              &out->stacked_seccomp, err) < 0) {
+  if (policy_mcp_load_seccomp(p->capabilities.bounding, &out->stacked_seccomp, err) < 0) {
     cm_error_prefix(err, "profile %s", policy_profile_name(out->profile));
     policy_result_free(out);
     return -1;
   }
-  policy_report_add(&out->report, "seccomp: %s.json stacked on top of the container's filter",
-                    policy_profile_name(out->profile));
+  policy_report_add(&out->report, "seccomp: mcp.json stacked on top of the container's filter");
   return 0;
 }
 

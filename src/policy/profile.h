@@ -1,7 +1,8 @@
 /* Hardening profiles: tighten a loaded config.json, whoever wrote it.
  *
  *   default    the config as given
- *   mcp-audit  like mcp, but the extra seccomp rules log instead of deny
+ *   mcp-audit  mcp's rules exactly; under codemode-run it is learn mode (supervisor/observe.h):
+ *              the run's own policy is written (its old log-only filter is retired)
  *   mcp        hardened for untrusted code (an MCP server): see man/codemode-profiles.5
  *
  * A profile only ever tightens: every rule keeps the stricter of the config's value and its own.

@@ -504,15 +504,21 @@ int policy_mcp_tighten_update(struct spec_resources *res, struct policy_report *
 
 /* --- seccomp -------------------------------------------------------------------------------- */
 
-int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *out, struct cm_error **err) {
+int policy_mcp_load_seccomp(uint64_t bounding, struct spec_seccomp *out, struct cm_error **err) {
   /* Resolved for the capabilities the process ends up with (none), on this machine. */
   struct seccomp_profile_target target = {.capabilities = bounding};
-  return seccomp_profile_load(audit ? "mcp-audit" : "mcp", &target, out, err);
+  return seccomp_profile_load("mcp", &target, out, err);
 }
 
 static int stack_seccomp(const struct spec *s, bool audit, struct policy_result *out, struct cm_error **err) {
-  const char *name = audit ? "mcp-audit" : "mcp";
-  if (policy_mcp_load_seccomp(audit, s->process->capabilities.bounding, &out->stacked_seccomp, err) < 0)
+  const char *name = "mcp";
+  /* mcp-audit once stacked mcp-audit.json, whose denials only logged (SCMP_ACT_LOG): retired.
+   * It enforces mcp.json; what it was for, learning what a server needs, is codemode-run's
+   * learn mode (--learn, or --profile mcp-audit there). */
+  if (audit)
+    policy_report_add(&out->report, "seccomp: mcp-audit enforces mcp.json (its log-only filter is retired; "
+                                    "codemode-run --learn FILE learns what a server needs)");
+  if (policy_mcp_load_seccomp(s->process->capabilities.bounding, &out->stacked_seccomp, err) < 0)
     return -1;
   /* Stacked, not merged: the kernel runs both filters and the stricter answer wins, so nothing
    * in the caller's filter can weaken this one (and nothing here weakens the caller's). */

@@ -7,7 +7,7 @@
 
 #include "policy/profile.h"
 
-/* mcp and mcp-audit (audit: the stacked seccomp profile logs instead of denying). */
+/* mcp and mcp-audit (the same rules: mcp-audit is codemode-run's learn mode on top of mcp). */
 int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct policy_result *out,
                      struct cm_error **err);
 
@@ -16,8 +16,8 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
 void policy_mcp_tighten_process(struct spec_process *p, struct policy_report *r);
 /* `update` of an mcp container: clamp the new limits to the profile's, or refuse what has no clamp. */
 int policy_mcp_tighten_update(struct spec_resources *res, struct policy_report *r, struct cm_error **err);
-/* mcp.json (mcp-audit.json when audit) resolved for a bounding set and this machine. */
-int policy_mcp_load_seccomp(bool audit, uint64_t bounding, struct spec_seccomp *out, struct cm_error **err);
+/* mcp.json resolved for a bounding set and this machine. */
+int policy_mcp_load_seccomp(uint64_t bounding, struct spec_seccomp *out, struct cm_error **err);
 
 /* The mounts allow-list (mount_policy.c): refuse what is not allowed, tighten the rest, and have
  * the child judge every source on its fd (spec.hardening). */

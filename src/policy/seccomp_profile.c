@@ -1,5 +1,7 @@
 /* Docker-format seccomp profiles: parse, then resolve archMap and includes/excludes for one
  * container (see seccomp_profile.h). */
+#include <seccomp.h>
+
 #include "policy/seccomp_profile.h"
 
 #include <errno.h>
@@ -371,4 +373,30 @@ int seccomp_profile_load(const char *name_or_path, const struct seccomp_profile_
 
 void seccomp_profile_free(struct spec_seccomp *s) {
   spec_seccomp_clear(s);
+}
+
+size_t seccomp_profile_count_allowed(const struct spec_seccomp *sc) {
+  /* Distinct names, each once whatever its argument rules, that this architecture has. */
+  size_t n = 0;
+  const char **seen = NULL;
+  for (size_t i = 0; i < sc->n_syscalls; i++) {
+    if (sc->syscalls[i].action != SPEC_SECCOMP_ALLOW && sc->syscalls[i].action != SPEC_SECCOMP_LOG)
+      continue;
+    for (size_t k = 0; k < sc->syscalls[i].names.count; k++) {
+      const char *name = sc->syscalls[i].names.items[k];
+      if (seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR)
+        continue;
+      bool dup = false;
+      for (size_t j = 0; j < n && !dup; j++)
+        dup = strcmp(seen[j], name) == 0;
+      if (dup)
+        continue;
+      seen = realloc(seen, (n + 1) * sizeof(*seen));
+      if (seen == NULL)
+        abort();
+      seen[n++] = name;
+    }
+  }
+  free(seen);
+  return n;
 }

@@ -34,12 +34,16 @@ int seccomp_profile_load_string(const char *json, size_t len, const char *label,
                                 struct cm_error **err);
 int seccomp_profile_load_file(const char *path, const struct seccomp_profile_target *target,
                               struct spec_seccomp *out, struct cm_error **err);
-/* The profiles built into the binary ("default", "mcp", "mcp-audit"): NULL when unknown. */
+/* The profiles built into the binary ("default", "mcp"): NULL when unknown. */
 const char *seccomp_profile_builtin(const char *name, size_t *len);
 /* A built-in name, or a path to a JSON file. */
 int seccomp_profile_load(const char *name_or_path, const struct seccomp_profile_target *target,
                          struct spec_seccomp *out, struct cm_error **err);
 void seccomp_profile_free(struct spec_seccomp *s);
+
+/* How many syscalls of this architecture a resolved profile allows (any rule that lets the name
+ * through, with or without arguments; the default action ERRNO/KILL assumed). */
+size_t seccomp_profile_count_allowed(const struct spec_seccomp *sc);
 
 /* The native architecture's libseccomp name ("SCMP_ARCH_X86_64"). */
 const char *seccomp_profile_native_arch(void);

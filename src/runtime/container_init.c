@@ -22,6 +22,7 @@
 #include "linux/net.h"
 #include "linux/process_attrs.h"
 #include "linux/rootfs.h"
+#include "linux/seccomp_listener.h"
 #include "linux/security_attrs.h"
 #include "linux/sysctl.h"
 #include "runtime/egress.h"
@@ -542,6 +543,10 @@ static void container_init(const struct init_config *c, bool oom_set) {
       .landlock = seccomp_early ? NULL : &ll,
   };
   if (last_steps_for_process(&ls, &lp, &err) < 0)
+    fail(sync_fd, err);
+  /* codemode-run's learned policy and its supervisor's listener: the last filters. */
+  if ((c->seccomp_policy || c->seccomp_listener) &&
+      seccomp_supervised_emit(&ls, c->seccomp_policy, c->seccomp_listener, sync_fd, &err) < 0)
     fail(sync_fd, err);
   struct init_exec ie = {.c = c, .ls = &ls, .keep_fds = {lp.keep_fds[0]}, .n_keep_fds = 1, .trampoline = {.fd = -1}};
   for (size_t i = 0; !seccomp_early && i < ll.n; i++)

@@ -38,6 +38,10 @@ struct init_config {
   /* The policy profile's filter, loaded just before `seccomp` (which may deny seccomp(2)
    * itself); NULL: none. */
   const struct seccomp_program *seccomp_stacked;
+  /* codemode-run's learned policy (a plain filter) and the supervisor's listener filter
+   * (linux/seccomp_listener.h), loaded after the others; NULL: none. */
+  const struct seccomp_program *seccomp_policy;
+  const struct seccomp_program *seccomp_listener;
   /* Landlock layers (linux/landlock.h), checked for this kernel: made before READY, enforced
    * just before the filters; n_landlock 0: none. */
   const struct spec_landlock *landlock;

@@ -39,6 +39,13 @@
 #include "util/log.h"
 #include "util/sync.h"
 
+static bool seccomp_has_notify(const struct spec_seccomp *sc) {
+  for (size_t i = 0; i < sc->n_syscalls; i++)
+    if (sc->syscalls[i].action == SPEC_SECCOMP_NOTIFY && sc->syscalls[i].names.count)
+      return true;
+  return false;
+}
+
 /* Checks that need the whole config and the command line, before anything is made. */
 static int validate_for_create(const struct spec *s, const struct create_options *o, struct cm_error **err) {
   if (s->process == NULL)
@@ -80,6 +87,22 @@ static int validate_for_create(const struct spec *s, const struct create_options
     return cm_error_set(err, 0, "config.json: .linux.timeOffsets: needs a new time namespace");
   if (s->linux_.sysctl.count && sysctl_validate(s, err) < 0)
     return -1;
+  /* One listener per filter stack, and the supervisor's is handed over after `start`. */
+  bool supervised = o->listener_filter || o->policy_seccomp;
+  if (supervised && s->linux_.seccomp.present && seccomp_has_notify(&s->linux_.seccomp))
+    return cm_error_set(
+        err, 0,
+        "config.json: .linux.seccomp: SCMP_ACT_NOTIFY rules cannot be combined with a learned "
+        "policy or learn mode (a filter stack has one listener; remove listenerPath)");
+  if (supervised && !o->start_at_once)
+    return cm_error_set(err, 0, "internal error: a supervised seccomp filter needs start_at_once");
+  /* Those filters are the last of the last steps, after no_new_privs; startContainer hooks run
+   * through the same steps and would load them again, in a process that is not init. */
+  if (supervised && !s->process->no_new_privileges)
+    return cm_error_set(err, 0, "internal error: a supervised seccomp filter needs process.noNewPrivileges");
+  if (supervised && s->hooks[SPEC_HOOK_START_CONTAINER].count)
+    return cm_error_set(err, 0, "config.json: .hooks.startContainer: cannot run with a learned policy or learn mode "
+                                "(they would run under the supervisor's filter too)");
   return 0;
 }
 
@@ -193,16 +216,17 @@ static int keep_landlock(const struct create_run *r, struct cm_error **err) {
 /* The Landlock layers for init, checked against this kernel before anything exists: the config's
  * run.codemode.landlock is refused where the kernel lacks a right it names (fail closed); the
  * profile's layer drops what the kernel lacks (best effort), or is skipped without Landlock. */
-static int landlock_layers(const struct create_options *o, const struct spec *s, struct spec_landlock out[2],
+static int landlock_layers(const struct create_options *o, const struct spec *s, struct spec_landlock out[3],
                            size_t *n, int *abi, struct cm_error **err) {
   *n = 0;
   *abi = 0;
   bool profile = o->landlock && o->landlock->present;
+  bool learned = o->policy_landlock && o->policy_landlock->present;
   /* A document whose rights all resolve to nothing ({"abi": 3, "ruleset": [{"scoped":
    * ["abi.all"]}]}: no scope before ABI 6) restricts nothing: no layer. */
   const uint64_t *h = s->landlock ? s->landlock->handled : NULL;
   bool asked = h && s->landlock->present && (h[0] | h[1] | h[2]);
-  if (!profile && !asked)
+  if (!profile && !asked && !learned)
     return 0;
   *abi = landlock_abi();
   if (asked && spec_landlock_check_abi(s->landlock, *abi, err) < 0)
@@ -216,6 +240,15 @@ static int landlock_layers(const struct create_options *o, const struct spec *s,
   }
   if (asked)
     spec_landlock_copy(&out[(*n)++], s->landlock);
+  /* The learned layer is best effort like the profile's: a policy learned on a newer kernel
+   * loses the rights this one lacks, and the profile's layer still holds underneath. */
+  if (learned && *abi > 0) {
+    spec_landlock_copy(&out[*n], o->policy_landlock);
+    spec_landlock_mask_abi(&out[*n], *abi);
+    (*n)++;
+  } else if (learned) {
+    cm_warn("landlock: not available on this kernel: the learned policy's file rules are not enforced");
+  }
   if (*n)
     cm_debug("landlock: %zu layer(s) enforced at ABI %d", *n, *abi);
   return 0;
@@ -432,9 +465,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   }
   struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1, .progress = {-1},
                          .console_master = -1, .broker = {.pid = -1, .ctl = -1}};
-  struct seccomp_program seccomp = {0}, seccomp_stacked = {0};
-  bool has_seccomp = false, has_stacked = false;
-  struct spec_landlock landlock[2];
+  struct seccomp_program seccomp = {0}, seccomp_stacked = {0}, seccomp_policy = {0};
+  bool has_seccomp = false, has_stacked = false, has_policy = false;
+  struct spec_landlock landlock[3];
   size_t n_landlock = 0;
   struct spec_kv *annotations = NULL; /* borrowed strings, our array */
   char landlock_abi_text[16];
@@ -490,6 +523,13 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
       goto out;
     }
     has_stacked = true;
+  }
+  if (opts->policy_seccomp && opts->policy_seccomp->present) {
+    if (seccomp_compile_cached(opts->policy_seccomp, SECCOMP_CACHE_DIR, &seccomp_policy, err) < 0) {
+      cm_error_prefix(err, "learned policy");
+      goto out;
+    }
+    has_policy = true;
   }
   if (landlock_layers(opts, s, landlock, &n_landlock, &r.landlock_abi, err) < 0)
     goto out;
@@ -622,6 +662,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .loopback_by_runtime = r.loopback_by_runtime,
         .seccomp = has_seccomp ? &seccomp : NULL,
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
+        .seccomp_policy = has_policy ? &seccomp_policy : NULL,
+        .seccomp_listener = opts->listener_filter,
         .landlock = landlock,
         .n_landlock = n_landlock,
         .egress_tcp_ports = opts->egress ? opts->egress->tcp_ports : NULL,
@@ -695,6 +737,8 @@ out:
     seccomp_program_free(&seccomp);
   if (has_stacked)
     seccomp_program_free(&seccomp_stacked);
+  if (has_policy)
+    seccomp_program_free(&seccomp_policy);
   r.st.annotations = (struct spec_kv_list){0};
   free(annotations);
   for (size_t i = 0; i < n_landlock; i++)

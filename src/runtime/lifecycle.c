@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "linux/seccomp_listener.h"
 #include "runtime/container.h"
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
@@ -114,17 +115,43 @@ out:
   return rc;
 }
 
+/* A supervisor's seccomp listener (linux/seccomp_listener.h): init loaded its filter and waits
+ * for us to take the fd (pidfd_getfd) and give it to the supervisor. */
+static int take_listener(int sock, const struct sync_msg *m, const struct runtime_listener *l,
+                         struct cm_error **err) {
+  if (l == NULL || m->type != SYNC_LISTENER_READY)
+    return cm_error_set(err, EPROTO, "sync: unexpected message %u after start", m->type);
+  int fd = seccomp_listener_take(l->init, err);
+  if (fd < 0 || l->attach(l->arg, fd, err) < 0)
+    return -1;
+  return sync_send(sock, SYNC_LISTENER_TAKEN, 0, NULL, -1, err);
+}
+
 int runtime_start_at_once(const struct runtime_context *ctx, const char *id, const struct spec *spec,
-                          int start_sock, struct cm_error **err) {
+                          int start_sock, const struct runtime_listener *listener, struct cm_error **err) {
   if (sync_send(start_sock, SYNC_START, 0, NULL, -1, err) < 0) {
     close(start_sock);
     return cm_error_prefix(err, "start container \"%s\"", id);
   }
   /* init's end of the socket is close-on-exec: it hangs up at the execve of the user's process
-   * (or when init dies), after the startContainer hooks, so poststart runs after it. */
-  struct pollfd pfd = {.fd = start_sock, .events = 0};
-  while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-    ;
+   * (or when init dies), after the startContainer hooks, so poststart runs after it. Before
+   * that, init may hand over a supervisor's listener. */
+  for (;;) {
+    struct pollfd pfd = {.fd = start_sock, .events = listener ? POLLIN : 0};
+    while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+      ;
+    if (!(pfd.revents & POLLIN))
+      break;
+    struct sync_msg m;
+    if (sync_recv(start_sock, &m, NULL, err) != 0) {
+      cm_error_freep(err);
+      break; /* EOF: the execve (or init died, which wait reports) */
+    }
+    if (take_listener(start_sock, &m, listener, err) < 0) {
+      close(start_sock);
+      return cm_error_prefix(err, "start container \"%s\"", id);
+    }
+  }
   close(start_sock);
   /* Nothing else to do unless there are poststart hooks: most runs have none. */
   if (spec && spec->hooks[SPEC_HOOK_POSTSTART].count == 0)

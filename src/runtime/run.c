@@ -158,7 +158,7 @@ int runtime_run(const struct runtime_context *ctx, const struct create_options *
     cm_error_freep(&ignored);
     goto out;
   }
-  if (runtime_start_at_once(ctx, o.id, o.spec, c.start_sock, err) < 0) {
+  if (runtime_start_at_once(ctx, o.id, o.spec, c.start_sock, NULL, err) < 0) {
     struct cm_error *ignored = NULL;
     runtime_delete(ctx, o.id, true, &ignored);
     cm_error_freep(&ignored);

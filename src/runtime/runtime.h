@@ -2,12 +2,13 @@
 #ifndef CM_RUNTIME_RUNTIME_H
 #define CM_RUNTIME_RUNTIME_H
 
-#include <stdbool.h>
-#include <sys/types.h>
 #include "cgroup/cgroup.h"
+#include "linux/seccomp.h"
 #include "spec/landlock_config.h"
 #include "spec/spec.h"
 #include "util/error.h"
+#include <stdbool.h>
+#include <sys/types.h>
 
 struct egress_config;
 
@@ -42,6 +43,15 @@ struct create_options {
    * with the config's own run.codemode.landlock layer (refused where the kernel lacks a right);
    * NULL: none. */
   const struct spec_landlock *landlock;
+  /* codemode-run --policy (policy/learned_policy.h): the learned seccomp filter, loaded after
+   * every other, and the learned Landlock layer, one more layer (best effort, as the profile's);
+   * NULL: none. Both only ever add denials. */
+  const struct spec_seccomp *policy_seccomp;
+  const struct spec_landlock *policy_landlock;
+  /* A compiled filter whose listener is the caller's supervisor (linux/seccomp_listener.h),
+   * loaded last; init hands its listener over during runtime_start_at_once, so it needs
+   * start_at_once and a config without SCMP_ACT_NOTIFY rules. NULL: none. */
+  const struct seccomp_program *listener_filter;
   /* The caller has already made things a re-exec would leak or repeat (codemode-run), so create
    * must not re-exec from the sealed copy (linux/selfclone.h): the caller decided that first. */
   bool no_reexec;
@@ -67,8 +77,16 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
 int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_error **err);
 /* `start` for a container created with start_at_once: tell init to go, wait for its execve (the
  * socket closes then), run the poststart hooks of spec. Closes start_sock. */
+struct runtime_listener {
+  pid_t init;
+  /* Our copy of the listener fd of create_options.listener_filter (attach owns it), called
+   * before init goes on: every syscall it makes next may wait for whoever reads the fd. */
+  int (*attach)(void *arg, int fd, struct cm_error **err);
+  void *arg;
+};
+/* listener: NULL unless the container was created with a listener_filter. */
 int runtime_start_at_once(const struct runtime_context *ctx, const char *id, const struct spec *spec,
-                          int start_sock, struct cm_error **err);
+                          int start_sock, const struct runtime_listener *listener, struct cm_error **err);
 /* Foreground run: create + start, forward signals, proxy the terminal, wait, delete unless keep.
  * *exit_status is the container's exit code or 128+signal. */
 int runtime_run(const struct runtime_context *ctx, const struct create_options *opts, bool detach, bool keep,

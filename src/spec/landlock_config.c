@@ -292,11 +292,13 @@ static void vars_free(struct parse_state *ps) {
   free(ps->vars);
 }
 
-/* Refuse keys the format does not have: a typo ("pathbeneath") must not silently drop rules. */
+/* Refuse keys the format does not have: a typo ("pathbeneath") must not silently drop rules.
+ * A "comment" string is allowed in every object (a codemode extension, as Docker's seccomp
+ * format has one): the learned policy says there when each rule was seen. */
 static int only_keys(struct jctx *c, yajl_val obj, const char *const *known, struct cm_error **err) {
   for (size_t i = 0; i < obj->u.object.len; i++) {
     const char *key = obj->u.object.keys[i];
-    bool ok = false;
+    bool ok = strcmp(key, "comment") == 0 && YAJL_IS_STRING(obj->u.object.values[i]);
     for (const char *const *k = known; *k && !ok; k++)
       ok = strcmp(*k, key) == 0;
     if (!ok) {

@@ -11,34 +11,13 @@
 
 #include "spec/json_util.h"
 #include "supervisor/egress_setup.h"
+#include "util/audit_log.h"
 #include "util/cleanup.h"
 
 int egress_audit_open(const char *path, struct cm_error **err) {
-  /* The path may come from the config's annotation: never follow a symlink, never a device or
-   * a fifo, and never append to a file that is not already an audit log of ours (so a hostile
-   * config cannot make us write into /etc/passwd). */
-  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_NONBLOCK, 0600);
-  if (fd < 0)
-    return cm_error_set(err, errno, "--audit-log %s", path);
-  struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
-    close(fd);
-    return cm_error_set(err, EINVAL, "--audit-log %s: not a regular file of its own (a hard link?)", path);
-  }
-  if (st.st_size > 0) {
-    char head[8] = "";
-    int rfd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    ssize_t n = rfd >= 0 ? pread(rfd, head, 7, 0) : -1;
-    if (rfd >= 0)
-      close(rfd);
-    if (n != 7 || memcmp(head, "{\"v\":1,", 7) != 0) {
-      close(fd);
-      return cm_error_set(err, EINVAL, "--audit-log %s: exists and is not a codemode audit log (JSON Lines, \"v\":1)",
-                          path);
-    }
-  }
-  fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);
-  return fd;
+  /* The path may come from the config's annotation: util/audit_log.h's checks (no symlink, no
+   * device or fifo, never a file that is not already an audit log of ours). */
+  return audit_log_open(path, err);
 }
 
 int egress_setup_build(const struct egress_policy *p, const struct egress_setup_options *o, struct egress_config *out,

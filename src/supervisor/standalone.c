@@ -82,6 +82,7 @@ int supervisor_run_standalone(struct run_options *o) {
   struct run_image image = {.lock_fd = -1};
   struct run_secrets secrets = {0};
   struct egress_config egress = {.audit_fd = -1};
+  struct run_observe *observe = NULL; /* --learn, --policy, the audit (run_observe.c) */
   char bundle[PATH_MAX];
 
   if (container_id_validate(o->id, &err) < 0)
@@ -129,6 +130,8 @@ int supervisor_run_standalone(struct run_options *o) {
   if (run_spec_apply_options(s, o, &err) < 0)
     goto out_err;
   enum policy_profile profile;
+  if (run_observe_load(o, &observe, &err) < 0)
+    goto out_err;
   if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
       policy_apply(s, profile, bundle, &pol, &err) < 0 || policy_apply_egress(s, &o->egress, &pol, &err) < 0)
     goto out_err;
@@ -148,6 +151,8 @@ int supervisor_run_standalone(struct run_options *o) {
         (strncmp(line, "linux.resources.", 16) == 0 || strncmp(line, "process.rlimits", 15) == 0))
       fprintf(stderr, "codemode-run: profile %s: %s\n", policy_profile_name(profile), line);
   }
+  if (run_observe_prepare(observe, o, s, &pol, profile, bundle, &err) < 0)
+    goto out_err;
   if (o->explain) {
     /* The one case where we write to stdout: the user asked for this report. */
     printf("profile: %s\n", policy_profile_name(profile));
@@ -163,6 +168,7 @@ int supervisor_run_standalone(struct run_options *o) {
     for (size_t i = 0; i < landlock.count; i++)
       printf("%s\n", landlock.lines[i]);
     policy_report_free(&landlock);
+    run_observe_explain(observe, o);
     if (geteuid() != 0) {
       char line[1024];
       if (rootless_cgroup_explain(&ctx, s, o->id, line, sizeof(line), &err) < 0)
@@ -194,9 +200,7 @@ int supervisor_run_standalone(struct run_options *o) {
                                       .n_secrets = secrets.n_bound};
     if (egress_setup_build(&pol.egress, &eo, &egress, &err) < 0)
       goto out_err;
-  } else if (o->audit_log) {
-    cm_error_set(&err, 0, "--audit-log: nothing is allowed (no --allow-host/--allow-cidr): there are no decisions to log");
-    goto out_err;
+    run_observe_egress(observe, &egress);
   }
   /* An image's rootfs in the store is shared by every run: never written, so always under a
    * throwaway upper layer (even a container that could remount its root writable writes only
@@ -249,6 +253,7 @@ int supervisor_run_standalone(struct run_options *o) {
                               .stacked_seccomp = pol.stacked_seccomp.present ? &pol.stacked_seccomp : NULL,
                               .landlock = pol.landlock.present ? &pol.landlock : NULL,
                               .egress = egress_policy_active(&pol.egress) ? &egress : NULL};
+  run_observe_create_options(observe, &co);
   struct created_container cc = {.pid = -1, .console_master = -1, .start_sock = -1};
   int created = runtime_create(&ctx, &co, &cc, &err);
   supervise_restore_stdio(saved);
@@ -265,7 +270,12 @@ int supervisor_run_standalone(struct run_options *o) {
   if (created < 0)
     goto out_err;
   l.init = cc.pid;
-  if (runtime_start_at_once(&ctx, o->id, s, cc.start_sock, &err) < 0)
+  const struct runtime_listener *listener = run_observe_started(observe, cc.pid, &err);
+  if (err) {
+    close(cc.start_sock);
+    goto out_delete;
+  }
+  if (runtime_start_at_once(&ctx, o->id, s, cc.start_sock, listener, &err) < 0)
     goto out_delete;
   l.sigfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
   l.timeout_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -283,6 +293,13 @@ int supervisor_run_standalone(struct run_options *o) {
   rc = supervise_wait(&l);
   if (l.timed_out)
     rc = EXIT_TIMEOUT;
+  /* The container's processes are gone: what was learned or denied can be written. */
+  if (run_observe_finish(observe, o, s, &err) < 0) {
+    fail(err);
+    err = NULL;
+    if (rc == 0)
+      rc = EXIT_RUN_ERROR;
+  }
   goto out_delete_quiet;
 
 out_delete:
@@ -303,6 +320,7 @@ out_err:
   run_spec_name_mount_flag(s, o, err);
   rc = fail(err);
 out:
+  run_observe_free(observe);
   if (s)
     spec_free(s);
   run_image_release(&image);

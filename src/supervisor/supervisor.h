@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "policy/egress.h"
+#include "policy/profile.h"
 #include "runtime/egress.h"
 #include "runtime/runtime.h"
 #include "spec/spec.h"
@@ -52,6 +53,12 @@ struct run_options {
   const char *audit_log;
   /* --secret NAME=@FILE | NAME, and --secret-host NAME=HOST[,HEADER] (placeholder mode). */
   struct spec_strv secrets, secret_hosts;
+  /* Learn and audit (issue 19, run_observe.c): --learn FILE writes the run's policy, --policy
+   * FILE applies one, --audit-summary prints the run's denials; --audit-log (above) records them
+   * too (JSON Lines, the broker's schema). */
+  const char *learn;
+  const char *policy;
+  bool audit_summary;
 };
 
 /* Everything after the flags: load and tighten the config, create, start, wait, delete.
@@ -155,6 +162,30 @@ struct run_secrets {
 };
 int run_secrets_apply(const struct run_options *o, struct spec *s, struct run_secrets *out, struct cm_error **err);
 void run_secrets_free(struct run_secrets *r);
+
+/* run_observe.c: codemode-run's side of --learn, --policy and the audit: the filters create
+ * loads, the observer thread beside the wait loop, and what is written at the end. */
+struct run_observe;
+/* Before the egress policy is built: loads --policy (its hosts become allow rules of o->egress).
+ * NULL *out: nothing to do. */
+int run_observe_load(struct run_options *o, struct run_observe **out, struct cm_error **err);
+/* After the profile: checks the flags against it, tightens pol (the profile's filter then reports
+ * its denials to the kernel's audit records), starts the observer. */
+int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spec *s,
+                        struct policy_result *pol, enum policy_profile profile, const char *bundle,
+                        struct cm_error **err);
+/* Learning with an egress allowlist: the broker's records (the hosts) reach us. */
+void run_observe_egress(struct run_observe *r, struct egress_config *egress);
+/* --explain lines. */
+void run_observe_explain(const struct run_observe *r, const struct run_options *o);
+void run_observe_create_options(struct run_observe *r, struct create_options *co);
+/* Once init exists: whose kernel records are ours, the observer's thread started (never before
+ * the fork of init), and the listener hand-over for start (NULL: none, or *err set). */
+const struct runtime_listener *run_observe_started(struct run_observe *r, pid_t init, struct cm_error **err);
+/* The container is gone (rc: its exit): the learned policy written, the summary printed. */
+int run_observe_finish(struct run_observe *r, const struct run_options *o, const struct spec *s,
+                       struct cm_error **err);
+void run_observe_free(struct run_observe *r);
 
 /* wait.c: the wait loop. */
 struct supervise_loop {

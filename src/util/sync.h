@@ -26,7 +26,10 @@ enum sync_msg_type {
   SYNC_MOUNT_SOURCE,      /* parent → stage1: value = index in mounts[], the source's O_PATH fd */
   SYNC_MOUNT_FD,          /* parent → stage1: a detached (idmapped) mount for mounts[value], or
                            * for the rootfs when value is -1 (runtime/userns_setup.h) */
-  SYNC_MOUNTS_DONE        /* parent → stage1: no more SYNC_MOUNT_FD */
+  SYNC_MOUNTS_DONE,       /* parent → stage1: no more SYNC_MOUNT_FD */
+  SYNC_LISTENER_READY,    /* last steps → parent, a plain write(2): the supervisor's seccomp
+                           * listener is loaded (linux/seccomp_listener.h); the parent takes it */
+  SYNC_LISTENER_TAKEN     /* parent → last steps: the supervisor has it (a plain read(2)) */
 };
 
 struct sync_msg {

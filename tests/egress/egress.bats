@@ -484,3 +484,23 @@ print(urllib.request.urlopen(r, timeout=15).status)'
   [ "$status" -eq 0 ]
   [ "$output" = "200 hello from other.allowed.test" ]
 }
+
+@test "learn: the hosts a learning run reached become its policy's allowlist; under it another host is refused, audited, and the summary names the rule that would allow it" {
+  pol=$TEST_DIR/policy.json
+  egress --allow-host api.allowed.test --allow-host other.allowed.test --learn "$pol" -- \
+    /usr/bin/curl -sS -m 20 https://api.allowed.test/hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from api.allowed.test" ]
+  jq -e '.egress.allow[] | select(.rule == "allow-host api.allowed.test:443") | .comment | test("^seen 1 time, first ")' "$pol"
+  [ "$(jq '.egress.allow | length' "$pol")" -eq 1 ] # other.allowed.test was allowed, never reached
+  # The policy alone (no --allow-host) reaches the host it learned...
+  egress --policy "$pol" -- /usr/bin/curl -sS -m 20 https://api.allowed.test/hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from api.allowed.test" ]
+  # ...and nothing else: the broker refuses, records it, and the summary says which line allows it.
+  egress --policy "$pol" --audit-summary -- /usr/bin/curl -sS -m 20 https://other.allowed.test/hello
+  [ "$status" -ne 0 ]
+  [ "$(audit_count '.event == "connect" and .decision == "deny" and .host == "other.allowed.test"')" -ge 1 ]
+  [[ "$stderr" == *"host other.allowed.test:443: refused by the egress broker"* ]]
+  [[ "$stderr" == *'"egress": {"allow": [{"rule": "allow-host other.allowed.test:443"}]}'* ]]
+}

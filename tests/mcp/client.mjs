@@ -5,6 +5,7 @@
 // fail, then close stdin (clean shutdown) and print the server's exit.
 // HANG: initialize, print "READY <pid of codemode-run>", then wait forever (the orphan test
 // SIGKILLs us).
+// STEPS:list,read,write,… : the learn-mode sessions of issue 19 (see the STEPS branch).
 // MEMORY-WRITE NAME: (@modelcontextprotocol/server-memory) create the entity NAME; fails if
 // the server cannot store it. MEMORY-READ NAME: the graph must hold NAME (a second session).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -26,7 +27,57 @@ const text = (r) => (r.content || []).map((c) => c.text || "").join("\n");
 
 await client.connect(transport);
 ok(client.getServerVersion()?.name !== undefined, `initialize (server ${client.getServerVersion()?.name})`);
-if (mode === "HANG") {
+if (mode.startsWith("STEPS:")) {
+  // STEPS:a,b,c — the learn-mode sessions (tests/mcp/run.sh, issue 19) on /data/a (rw) and
+  // /data/b (ro, never touched while learning). Each step must succeed, except the deny-*
+  // ones, which must fail with the kernel's EACCES/EPERM in the tool's error text.
+  const call = (name, args) => client.callTool({ name, arguments: args }).catch((e) => ({ isError: true, content: [{ text: String(e) }] }));
+  const tools = (await client.listTools()).tools.map((t) => t.name);
+  const read = tools.includes("read_text_file") ? "read_text_file" : "read_file";
+  for (const step of mode.slice(6).split(",")) {
+    let r;
+    if (step === "list") {
+      ok(tools.length > 0, `tools/list (${tools.length} tools)`);
+      r = await call("list_directory", { path: "/data/a" });
+      ok(!r.isError && text(r).includes("hello.txt"), "list_directory /data/a");
+    } else if (step === "read") {
+      r = await call(read, { path: "/data/a/hello.txt" });
+      ok(!r.isError && text(r).includes("hello from the host"), "read /data/a/hello.txt");
+    } else if (step === "write") {
+      const name = `/data/a/written-${process.pid}.txt`;
+      r = await call("write_file", { path: name, content: "written under codemode" });
+      ok(!r.isError, `write_file ${name} (${text(r).slice(0, 100)})`);
+      r = await call(read, { path: name });
+      ok(!r.isError && text(r).includes("written under codemode"), "read back what was written");
+    } else if (step === "mkdir-move") {
+      const dir = `/data/a/dir-${process.pid}`;
+      r = await call("create_directory", { path: dir });
+      ok(!r.isError, `create_directory ${dir} (${text(r).slice(0, 100)})`);
+      r = await call("write_file", { path: `${dir}/from.txt`, content: "to be moved" });
+      ok(!r.isError, `write_file ${dir}/from.txt`);
+      r = await call("move_file", { source: `${dir}/from.txt`, destination: `${dir}/to.txt` });
+      ok(!r.isError, `move_file (${text(r).slice(0, 100)})`);
+      r = await call("get_file_info", { path: `${dir}/to.txt` });
+      ok(!r.isError, "get_file_info of the moved file");
+    } else if (step === "deny-move") {
+      // rename(2) was never seen while learning: the learned seccomp filter refuses it.
+      const name = `/data/a/move-${process.pid}.txt`;
+      r = await call("write_file", { path: name, content: "x" });
+      ok(!r.isError, `write_file ${name}`);
+      r = await call("move_file", { source: name, destination: `${name}.moved` });
+      ok(r.isError && /EPERM|not permitted/i.test(text(r)), `move_file refused: ${text(r).slice(0, 120)}`);
+    } else if (step === "deny-other") {
+      // /data/b was never touched while learning: the learned Landlock layer refuses it.
+      r = await call(read, { path: "/data/b/secret.txt" });
+      ok(r.isError && /EACCES|permission denied/i.test(text(r)), `read /data/b refused: ${text(r).slice(0, 120)}`);
+    } else {
+      ok(false, `unknown step ${step}`);
+    }
+  }
+  await client.close();
+  ok(true, "clean shutdown (stdin closed)");
+  process.exit(0);
+} else if (mode === "HANG") {
   console.log(`READY ${transport.pid}`);
   setInterval(() => {}, 1 << 30);
 } else if (mode.startsWith("MEMORY-")) {

@@ -150,7 +150,7 @@ EOF
   [[ "$stdout" == *$'NoNewPrivs:\t1'* ]]
 }
 
-@test "mcp exec: mcp-audit stacks its own filter on exec too" {
+@test "mcp exec: mcp-audit (mcp's rules since its log-only filter is retired) stacks its filter on exec too" {
   start_container --profile mcp-audit
   [ "$(exec_status self CapEff)" = 0000000000000000 ]
   [ "$(exec_status self Seccomp_filters)" = "$(host_status "$INIT_PID" Seccomp_filters)" ]

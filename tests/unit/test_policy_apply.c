@@ -260,20 +260,29 @@ static void test_mcp_is_idempotent(void **state) {
   free(json);
 }
 
-static void test_mcp_audit_stacks_a_logging_filter(void **state) {
+/* mcp-audit's log-only filter is retired (issue 19): it enforces exactly mcp.json, and says so. */
+static void test_mcp_audit_enforces_mcp(void **state) {
   char *json = config_json("1024", "1024", NULL, NULL, NULL);
   struct spec *s = load(json);
-  struct policy_result r;
+  struct policy_result r, m;
   apply_ok(s, POLICY_PROFILE_MCP_AUDIT, &r);
   assert_true(r.stacked_seccomp.present);
   assert_true(s->process->no_new_privileges);
   assert_string_equal(spec_kv_get(&s->annotations, POLICY_PROFILE_ANNOTATION), "mcp-audit");
-  bool logs = false;
   for (size_t i = 0; i < r.stacked_seccomp.n_syscalls; i++)
-    logs = logs || r.stacked_seccomp.syscalls[i].action == SPEC_SECCOMP_LOG;
-  assert_true(logs || r.stacked_seccomp.default_action == SPEC_SECCOMP_LOG);
+    assert_int_not_equal(r.stacked_seccomp.syscalls[i].action, SPEC_SECCOMP_LOG);
+  assert_int_not_equal(r.stacked_seccomp.default_action, SPEC_SECCOMP_LOG);
+  bool said = false;
+  for (size_t i = 0; i < r.report.count; i++)
+    said = said || strstr(r.report.lines[i], "mcp-audit enforces mcp.json") != NULL;
+  assert_true(said);
+  struct spec *s2 = load(json);
+  apply_ok(s2, POLICY_PROFILE_MCP, &m);
+  assert_int_equal(r.stacked_seccomp.n_syscalls, m.stacked_seccomp.n_syscalls);
   policy_result_free(&r);
+  policy_result_free(&m);
   spec_free(s);
+  spec_free(s2);
   free(json);
 }
 
@@ -515,7 +524,7 @@ int main(void) {
       cmocka_unit_test(test_mcp_stricter_limits_are_kept),
       cmocka_unit_test(test_mcp_process_mounts_devices),
       cmocka_unit_test(test_mcp_is_idempotent),
-      cmocka_unit_test(test_mcp_audit_stacks_a_logging_filter),
+      cmocka_unit_test(test_mcp_audit_enforces_mcp),
       cmocka_unit_test(test_mcp_refuses_host_namespaces),
       cmocka_unit_test(test_mcp_refuses_sensitive_binds),
       cmocka_unit_test(test_effective_profile_only_goes_up),

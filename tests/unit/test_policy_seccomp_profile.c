@@ -315,14 +315,14 @@ static void test_builtins(void **state) {
   assert_non_null(seccomp_profile_builtin("default", &len));
   assert_true(len > 100);
   assert_non_null(seccomp_profile_builtin("mcp", &len));
-  assert_non_null(seccomp_profile_builtin("mcp-audit", &len));
+  /* mcp-audit.json (SCMP_ACT_LOG) is retired: mcp-audit is learn mode on top of mcp.json. */
+  assert_null(seccomp_profile_builtin("mcp-audit", &len));
   assert_null(seccomp_profile_builtin("nope", &len));
 
-  struct spec_seccomp dflt, mcp, audit;
+  struct spec_seccomp dflt, mcp;
   struct cm_error *err = NULL;
   assert_int_equal(seccomp_profile_load("default", &x86_k510, &dflt, &err), 0);
   assert_int_equal(seccomp_profile_load("mcp", &x86_k510, &mcp, &err), 0);
-  assert_int_equal(seccomp_profile_load("mcp-audit", &x86_k510, &audit, &err), 0);
   /* The default profile allows ordinary work; mcp denies what the issue lists. */
   assert_true(has_name(&dflt, "read"));
   static const char *const denied[] = {
@@ -343,13 +343,8 @@ static void test_builtins(void **state) {
   assert_non_null(c3);
   assert_int_equal(c3->action, SPEC_SECCOMP_ERRNO);
   assert_int_equal(c3->errno_ret, ENOSYS);
-  /* mcp-audit: the same rules, logged instead of denied. */
-  const struct spec_seccomp_syscall *p = rule_for(&audit, "ptrace");
-  if (p)
-    assert_int_equal(p->action, SPEC_SECCOMP_LOG);
   seccomp_profile_free(&dflt);
   seccomp_profile_free(&mcp);
-  seccomp_profile_free(&audit);
 
   /* A path (it has a '/') is a file, never a built-in name. */
   assert_int_equal(seccomp_profile_load("./mcp", &x86_k510, &dflt, &err), -1);

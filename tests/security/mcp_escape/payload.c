@@ -354,6 +354,8 @@ int main(int argc, char **argv) {
     return 2;
   setvbuf(stdout, NULL, _IONBF, 0);
   const char *a = argv[1], *arg = argc > 2 ? argv[2] : "";
+  /* tests/security/learn.bats: behave while codemode learns the policy, attack under it later */
+  if (!strcmp(a, "quiet")) return contained("quiet", "nothing hostile while being watched");
   if (!strcmp(a, "ptrace")) return try_ptrace();
   if (!strcmp(a, "process_vm")) return try_process_vm();
   if (!strcmp(a, "mount")) return try_mount();
