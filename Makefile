@@ -198,6 +198,27 @@ install: all
 	  s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 	@for p in seccomp-profiles/*.json; do [ -e "$$p" ] || continue; \
 	  install -D -m 0644 $$p $(DESTDIR)$(DATADIR)/seccomp/$$(basename $$p); done
+	@$(MAKE) --no-print-directory install-apparmor AUTO=1
+
+# The AppArmor profile that lets codemode create user namespaces where AppArmor restricts them
+# (contrib/apparmor/codemode.in). `make install` runs it with AUTO=1: only where the kernel
+# mediates user namespaces and /etc/apparmor.d is writable, else a note. APPARMOR_DIR, default
+# /etc/apparmor.d ($(DESTDIR) applies).
+APPARMOR_DIR ?= /etc/apparmor.d
+APPARMOR_USERNS := /sys/kernel/security/apparmor/features/namespaces/userns_create
+install-apparmor:
+	@if [ -n "$(AUTO)" ] && [ -z "$(DESTDIR)" ] && [ ! -e $(APPARMOR_USERNS) ]; then \
+	  exit 0; \
+	elif [ -n "$(AUTO)" ] && [ -z "$(DESTDIR)" ] && [ ! -w $(APPARMOR_DIR) ]; then \
+	  echo "note: AppArmor restricts user namespaces here; as root, run: make install-apparmor PREFIX=$(PREFIX)"; \
+	else \
+	  mkdir -p $(DESTDIR)$(APPARMOR_DIR) && \
+	  sed 's|@BINDIR@|$(BINDIR)|g' contrib/apparmor/codemode.in >$(DESTDIR)$(APPARMOR_DIR)/codemode && \
+	  echo "installed $(DESTDIR)$(APPARMOR_DIR)/codemode" && \
+	  if [ -z "$(DESTDIR)" ] && [ -e $(APPARMOR_USERNS) ] && command -v apparmor_parser >/dev/null; then \
+	    apparmor_parser -r $(APPARMOR_DIR)/codemode && echo "loaded the codemode AppArmor profile"; \
+	  fi; \
+	fi
 
 clean:
 	rm -rf $(B)
@@ -212,7 +233,7 @@ quickstart: all
 deps:
 	scripts/install-deps.sh all
 
-.PHONY: all unit unit-bins check check-oracle check-v2 install clean format quickstart deps
+.PHONY: install-apparmor all unit unit-bins check check-oracle check-v2 install clean format quickstart deps
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(IMAGE_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
 
 # Fuzzing (tests/fuzz): make fuzz [FUZZ_SECONDS=60]. Each tests/fuzz/fuzz_*.c is a libFuzzer

@@ -207,7 +207,9 @@ EOF2
   [ -e "$r/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost\n' >"$r/etc/hosts"
   [ -e "$r/etc/resolv.conf" ] || : >"$r/etc/resolv.conf"
   mkdir -p "$r/root" "$r/home/user"
-  chown 1000:1000 "$r/home/user"
+  # Not root: no chown. Every file is then the caller's, which a rootless container (and the
+  # mcp profile's idmapped rootfs) shows as its root's: /home/user belongs to root there.
+  if [ "$(id -u)" -eq 0 ]; then chown 1000:1000 "$r/home/user"; fi
   chmod 0700 "$r/root"
 }
 

@@ -8,7 +8,8 @@ One source for both profiles, so they cannot drift apart:
   mcp.json        strict, stacked on top of whatever filter the caller brings: the default
                   allow list minus the calls an MCP server never needs (MCP_DENIED), only the
                   native 64-bit ABI, socket families UNIX/INET/INET6/NETLINK_ROUTE, no
-                  TIOCSTI/TIOCLINUX/TIOCSETD, no namespace flags on clone, mknod only for FIFOs.
+                  TIOCSTI/TIOCLINUX/TIOCSETD, no namespace flags on clone, mknod only for FIFOs,
+                  no setuid/setgid mode bits (chmod, open…), openat2 -> ENOSYS.
 (mcp-audit.json, mcp.json with its denials turned into SCMP_ACT_LOG, is retired: its records went
 to the kernel log and nothing turned them into a policy. --profile mcp-audit is now codemode-run's
 learn mode on top of mcp.json, codemode-profiles(5).)
@@ -120,6 +121,10 @@ ARCH_MAP_ALL = [
 # mcp: every 32-bit ABI is refused (their syscalls hit the bad-architecture action: kill).
 ARCH_MAP_64 = [{"architecture": a["architecture"], "subArchitectures": []} for a in ARCH_MAP_ALL]
 
+# mcp: the calls that take a file mode, and which argument it is.
+SETID_MODE_ARG = [("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2), ("creat", 1), ("open", 2),
+                  ("openat", 3)]
+
 PERSONALITY_OK = [0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF]  # PER_LINUX, *_32BIT, UNAME26, query
 
 
@@ -169,6 +174,7 @@ def mcp_profile():
     for names in MCP_DENIED:
         denied.update(names.split())
     conditional = {"ioctl", "socket", "socketpair", "mknod", "mknodat", "clone", "clone3", "personality"}
+    conditional |= {name for name, _ in SETID_MODE_ARG} | {"openat2"}
     refuse = "SCMP_ACT_ERRNO"
     refuse_extra = {"errnoRet": EPERM}
     allowed = [n for n in ALLOWED if n not in denied and n not in conditional]
@@ -199,6 +205,16 @@ def mcp_profile():
     # mknod: FIFOs only (device nodes need CAP_MKNOD anyway; this keeps the surface closed).
     for name, idx in (("mknod", 1), ("mknodat", 2)):
         s.append(rule(name, args=[arg(idx, "SCMP_CMP_MASKED_EQ", 0o170000, 0o010000)], comment="S_IFIFO only"))
+    # No setuid or setgid bit, ever: the container's root owns what it writes through an idmapped
+    # mount as the host ids its mapping names (host root, for the profile's own maps), and a
+    # setuid-root program planted in a host directory would be a way to host root. The mode
+    # argument is checked where the calls take one; openat2's is in a struct seccomp cannot read,
+    # so it answers ENOSYS (libc falls back to openat).
+    for name, idx in SETID_MODE_ARG:
+        s.append(rule(name, args=[arg(idx, "SCMP_CMP_MASKED_EQ", 0o6000, 0)],
+                      comment="no setuid/setgid mode bits (files the container's root owns as host root's)"))
+    s.append(rule("openat2", "SCMP_ACT_ERRNO", errnoRet=ENOSYS,
+                  comment="its mode (a setuid bit) is out of the filter's sight"))
     for names, why in MCP_DENIED.items():
         s.append(rule(names, refuse, comment=why, **refuse_extra))
     return {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": EPERM, "archMap": ARCH_MAP_64, "syscalls": s}

@@ -195,6 +195,13 @@ static void remove_created(struct cgroup *cg) {
 
 static int apply_resources(struct cgroup *cg, const struct spec_resources *r, const struct spec_device_rule *rules,
                            size_t n_rules, struct cm_error **err) {
+  /* Not root (rootless, in a delegated subtree or a user scope): no device filter, which needs
+   * CAP_BPF. Its container cannot make a device node (mknod is refused in a user namespace) and
+   * reaches only the host's nodes bound in, as their modes allow. */
+  if (geteuid() != 0) {
+    rules = NULL;
+    n_rules = 0;
+  }
   if (cg->mode == CGROUP_MODE_UNIFIED)
     return cg_v2_apply_resources(cg->v2_dir, r, rules, n_rules, err);
   return cg_v1_apply_resources(cg, r, rules, n_rules, err);

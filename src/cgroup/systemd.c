@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cgroup/internal.h"
 #include "util/cleanup.h"
@@ -39,6 +40,7 @@
   X(sd_bus_message_unref)                                                                                    \
   X(sd_bus_new)                                                                                              \
   X(sd_bus_open_system)                                                                                      \
+  X(sd_bus_open_user)                                                                                        \
   X(sd_bus_process)                                                                                          \
   X(sd_bus_set_address)                                                                                      \
   X(sd_bus_slot_unref)                                                                                       \
@@ -87,6 +89,7 @@ static int sd_api_load(struct cm_error **err) {
 #define sd_bus_message_unref (*sd_api.sd_bus_message_unref)
 #define sd_bus_new (*sd_api.sd_bus_new)
 #define sd_bus_open_system (*sd_api.sd_bus_open_system)
+#define sd_bus_open_user (*sd_api.sd_bus_open_user)
 #define sd_bus_process (*sd_api.sd_bus_process)
 #define sd_bus_set_address (*sd_api.sd_bus_set_address)
 #define sd_bus_slot_unref (*sd_api.sd_bus_slot_unref)
@@ -101,8 +104,22 @@ static int sd_api_load(struct cm_error **err) {
 /* How long to wait for systemd to finish a start/stop job. */
 #define JOB_TIMEOUT_USEC (30ULL * 1000000ULL)
 
+/* Not root: the user's own manager (systemd --user), at $XDG_RUNTIME_DIR (runtime/rootless.h). */
+static bool user_manager(void) {
+  return geteuid() != 0;
+}
+
 int cg_systemd_check_running(struct cm_error **err) {
   struct stat st;
+  if (user_manager()) {
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/systemd/private", xdg ? xdg : "");
+    if (xdg == NULL || stat(path, &st) < 0)
+      return cm_error_set(err, 0, "systemd cgroup driver: no systemd user manager for uid %u (no %s)", geteuid(),
+                          xdg ? path : "XDG_RUNTIME_DIR");
+    return 0;
+  }
   /* sd_booted()'s test: this directory exists only when systemd is PID 1. Falling back to
    * cgroupfs silently would put the container where the caller (Docker, kubelet) does not look. */
   if (stat("/run/systemd/system", &st) < 0 || !S_ISDIR(st.st_mode))
@@ -207,18 +224,23 @@ int cg_systemd_parse_path(const char *id, const char *cgroups_path, char **slice
 static int bus_open(sd_bus **out, struct cm_error **err) {
   if (sd_api_load(err) < 0)
     return -1;
-  int r = sd_bus_open_system(out);
+  bool user = user_manager();
+  int r = user ? sd_bus_open_user(out) : sd_bus_open_system(out);
   if (r >= 0)
     return 0;
   int first = -r;
+  char address[4200] = "unix:path=/run/systemd/private";
+  if (user) {
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    snprintf(address, sizeof(address), "unix:path=%s/systemd/private", xdg ? xdg : "/nonexistent");
+  }
   sd_bus *bus = NULL;
-  if (sd_bus_new(&bus) >= 0 && sd_bus_set_address(bus, "unix:path=/run/systemd/private") >= 0 &&
-      sd_bus_start(bus) >= 0) {
+  if (sd_bus_new(&bus) >= 0 && sd_bus_set_address(bus, address) >= 0 && sd_bus_start(bus) >= 0) {
     *out = bus;
     return 0;
   }
   sd_bus_unref(bus);
-  return cm_error_set(err, first, "systemd cgroup driver: connect to the system bus");
+  return cm_error_set(err, first, "systemd cgroup driver: connect to the %s bus", user ? "user's" : "system");
 }
 
 static int bus_fail(struct cm_error **err, int r, const sd_bus_error *e, const char *what, const char *unit) {

@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "linux/exec_trampoline.h"
+#include "runtime/rootless.h"
 #include "spec/json_util.h"
 #include "util/log.h"
 
@@ -39,7 +41,8 @@ static const char usage[] =
     "  rmi       remove images from the store\n"
     "\n"
     "Global options:\n"
-    "  --root DIR                state directory (default /run/codemode)\n"
+    "  --root DIR                state directory (default /run/codemode; not root:\n"
+    "                            $XDG_RUNTIME_DIR/codemode)\n"
     "  --log FILE                log file (default stderr)\n"
     "  --log-format text|json    log line format (default text)\n"
     "  --debug                   debug logging\n"
@@ -128,6 +131,7 @@ int main(int argc, char **argv) {
   exec_guard_make_nondumpable(); /* CVE-2019-5736: before anything forks */
   struct cli_globals g = {.ctx = {.root = "/run/codemode", .cgroup_manager = CGROUP_MANAGER_CGROUPFS}};
   const char *log_path = NULL;
+  bool root_given = false;
   enum cm_log_format log_format = CM_LOG_TEXT;
   bool debug = false;
   enum {
@@ -172,7 +176,10 @@ int main(int argc, char **argv) {
   opterr = 0; /* our own messages, in the one "codemode: …" shape */
   while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
     switch (c) {
-    case OPT_ROOT: g.ctx.root = optarg; break;
+    case OPT_ROOT:
+      g.ctx.root = optarg;
+      root_given = true;
+      break;
     case OPT_LOG: log_path = optarg; break;
     case OPT_LOG_FORMAT:
       if (strcmp(optarg, "json") == 0)
@@ -185,8 +192,12 @@ int main(int argc, char **argv) {
       }
       break;
     case OPT_DEBUG: debug = true; break;
-    case OPT_SYSTEMD: g.ctx.cgroup_manager = CGROUP_MANAGER_SYSTEMD; break;
+    case OPT_SYSTEMD:
+      g.ctx.cgroup_manager = CGROUP_MANAGER_SYSTEMD;
+      g.ctx.cgroup_manager_explicit = true;
+      break;
     case OPT_CGMGR:
+      g.ctx.cgroup_manager_explicit = true;
       if (strcmp(optarg, "cgroupfs") == 0)
         g.ctx.cgroup_manager = CGROUP_MANAGER_CGROUPFS;
       else if (strcmp(optarg, "systemd") == 0)
@@ -236,6 +247,15 @@ int main(int argc, char **argv) {
       (void)policy_profile_from_name(g.profile, &by_flag, NULL); /* checked when parsed */
     if (by_name > by_flag)
       g.profile = named;
+  }
+  /* Not root: the user's own state directory, as runc and crun do (runtime/rootless.h). */
+  char *rootless_root = NULL;
+  if (!root_given && geteuid() != 0) {
+    struct cm_error *rerr = NULL;
+    rootless_root = rootless_state_root(&rerr);
+    if (rootless_root == NULL)
+      return cli_fail(rerr);
+    g.ctx.root = rootless_root;
   }
   if (g.ctx.root[0] != '/') {
     fprintf(stderr, "codemode: --root: \"%s\" must be an absolute path\n", g.ctx.root);

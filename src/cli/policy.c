@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "policy/learned_policy.h"
 #include "policy/profile.h"
+#include "runtime/rootless.h"
 #include "spec/json_util.h"
 #include "supervisor/egress_setup.h"
 #include "util/cleanup.h"
@@ -182,6 +184,15 @@ int cmd_policy(struct cli_globals *g, int argc, char **argv) {
   for (size_t i = 0; i < landlock.count; i++)
     printf("%s\n", landlock.lines[i]);
   policy_report_free(&landlock);
+  /* Not root: where the limits will (or will not) be enforced (runtime/rootless.h). */
+  if (geteuid() != 0) {
+    char line[1024];
+    if (rootless_cgroup_explain(&g->ctx, p.spec, "ID", line, sizeof(line), &err) < 0) {
+      cli_policy_free(&p);
+      return cli_fail(err);
+    }
+    printf("%s\n", line);
+  }
   cli_policy_free(&p);
   return 0;
 }

@@ -88,7 +88,8 @@ static const char usage[] =
     "  --policy FILE           apply a learned policy on top of the profile (never looser than mcp)\n"
     "  --audit-summary         on exit, list this run's denials and the policy line allowing each\n"
     "  --id ID                 container id (default codemode-run-PID)\n"
-    "  --root DIR              state directory (default /run/codemode)\n"
+    "  --root DIR              state directory (default /run/codemode; not root:\n"
+    "                          $XDG_RUNTIME_DIR/codemode)\n"
     "  --debug                 debug log on stderr (with each change the profile makes)\n"
     "  -h, --help              this help;  -v, --version  the version\n";
 
@@ -339,7 +340,7 @@ static void parse_args(int argc, char **argv, struct run_options *o) {
 
 int main(int argc, char **argv) {
   exec_guard_make_nondumpable(); /* CVE-2019-5736: before anything forks */
-  struct run_options o = {.profile = "mcp", .grace = 5, .root = "/run/codemode"};
+  struct run_options o = {.profile = "mcp", .grace = 5}; /* root: runtime/rootless.h's default */
   parse_args(argc, argv, &o);
   return supervisor_run_standalone(&o);
 }

@@ -27,9 +27,10 @@
 #define CM_LINUX_EXEC_TRAMPOLINE_H
 #include "util/error.h"
 
-/* Threat (1): called first thing by every runtime binary's main(), before anything forks. Only
- * when running as root: a non-root caller's container cannot write a root-owned binary anyway,
- * and a non-root runtime must keep access to its children's /proc files (their uid_map). */
+/* Threat (1): called first thing by every runtime binary's main(), before anything forks. Also
+ * when not root: a rootless runtime's binary usually belongs to the user its container's root is
+ * mapped to, so that container could write it. While its id maps are written, a rootless child
+ * is made dumpable again for that moment only (linux/userns.h): no container process exists yet. */
 void exec_guard_make_nondumpable(void);
 
 struct exec_trampoline {

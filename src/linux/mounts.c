@@ -12,7 +12,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "linux/idmap.h"
 #include "linux/mount_source.h"
+#include "linux/rootfs.h"
 #include "linux/rootfs_internal.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -308,23 +310,104 @@ static const char *next_layer(const char *p, char stop, char *out, size_t size) 
   return p;
 }
 
+/* Where an overlay's layers come from. The child opens and judges them itself; under a host range
+ * of its own (runtime/userns_setup.h) the runtime does, idmaps them (collect) and hands them over,
+ * and the child takes them in the same order (given). */
+struct overlay_ctx {
+  const struct mount_source_rules *rules; /* judge the layers (NULL: no rules, or judged already) */
+  int userns_fd;                          /* collect: idmap each layer through it */
+  bool collect;
+  int *fds;      /* the layers in order (collect: made here; given: the runtime's) */
+  size_t n, cap; /* given: n of them */
+  size_t next;   /* given: the next one to take */
+  /* collect: the detached mounts the child attaches first (the lowers, and one mount holding
+   * both upperdir and workdir, which overlay wants on one mount); upper_root is its path. */
+  int *attach;
+  size_t n_attach, cap_attach;
+  int upper_mnt;
+  char upper_root[4096];
+};
+
+static void push_fd(int **v, size_t *n, size_t *cap, int fd) {
+  if (*n == *cap) {
+    *cap = *cap ? *cap * 2 : 4;
+    *v = realloc(*v, *cap * sizeof(int));
+    if (*v == NULL)
+      abort();
+  }
+  (*v)[(*n)++] = fd;
+}
+
+/* The deepest directory holding both a and b ("/x/up" and "/x/work" -> "/x"). */
+static void common_dir(const char *a, const char *b, char *out, size_t size) {
+  size_t i = 0, last = 0;
+  while (a[i] && a[i] == b[i]) {
+    if (a[i] == '/')
+      last = i;
+    i++;
+  }
+  if ((a[i] == '\0' && (b[i] == '/' || b[i] == '\0')) || (b[i] == '\0' && a[i] == '/'))
+    last = i;
+  snprintf(out, size, "%.*s", (int)(last ? last : 1), a);
+}
+
 /* Open one layer, judge it (its fd, then a non-recursive clone of it: overlay does not cross
  * mounts inside a layer either), and hand that same fd to the overlay. */
-static int overlay_layer(const struct mount_source_rules *rules, int fs_fd, const char *key, const char *path,
-                         struct cm_error **err) {
+static int overlay_layer(struct overlay_ctx *ctx, int fs_fd, const char *key, const char *path, struct cm_error **err) {
   char what[4200];
   snprintf(what, sizeof(what), "overlay %s \"%s\"", key, path);
-  cleanup_close int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return cm_error_set(err, errno, "open %s", what);
-  struct mount_source_kind kind;
-  if (mount_source_check(rules, fd, what, false, &kind, err) < 0)
-    return -1;
-  cleanup_close int clone = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-  if (clone < 0)
-    return cm_error_set(err, errno, "clone %s", what);
-  if (mount_source_check_tree(rules, clone, what, err) < 0)
-    return -1;
+  cleanup_close int fd = -1;
+  if (!ctx->collect && ctx->fds) {
+    if (ctx->next >= ctx->n)
+      return cm_error_set(err, EPROTO, "%s: no layer from the runtime", what);
+    fd = fcntl(ctx->fds[ctx->next++], F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+      return cm_error_set(err, errno, "dup %s", what);
+  } else {
+    fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+      return cm_error_set(err, errno, "open %s", what);
+    if (ctx->rules) {
+      struct mount_source_kind kind;
+      if (mount_source_check(ctx->rules, fd, what, false, &kind, err) < 0)
+        return -1;
+      cleanup_close int clone = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+      if (clone < 0)
+        return cm_error_set(err, errno, "clone %s", what);
+      if (mount_source_check_tree(ctx->rules, clone, what, err) < 0)
+        return -1;
+    }
+  }
+  if (ctx->collect && (strcmp(key, "upperdir") == 0 || strcmp(key, "workdir") == 0)) {
+    /* One idmapped mount of the directory holding both, and the two directories in it. */
+    if (ctx->upper_mnt < 0) {
+      cleanup_close int parent = open(ctx->upper_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (parent < 0)
+        return cm_error_set(err, errno, "open %s", ctx->upper_root);
+      ctx->upper_mnt = idmap_clone(parent, ctx->userns_fd, 0, 0, 0, false, NULL, err);
+      if (ctx->upper_mnt < 0)
+        return cm_error_prefix(err, "%s", what);
+      push_fd(&ctx->attach, &ctx->n_attach, &ctx->cap_attach, ctx->upper_mnt);
+    }
+    size_t root_len = strlen(ctx->upper_root);
+    const char *rel = path + (strcmp(ctx->upper_root, "/") == 0 ? 1 : root_len + 1);
+    int in = openat(ctx->upper_mnt, rel, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (in < 0)
+      return cm_error_set(err, errno, "open %s in its idmapped mount", what);
+    push_fd(&ctx->fds, &ctx->n, &ctx->cap, in);
+    return 0;
+  }
+  if (ctx->collect) {
+    int mnt = idmap_clone(fd, ctx->userns_fd, 0, 0, 0, false, NULL, err);
+    if (mnt < 0)
+      return cm_error_prefix(err, "%s", what);
+    push_fd(&ctx->attach, &ctx->n_attach, &ctx->cap_attach, mnt);
+    int dup = fcntl(mnt, F_DUPFD_CLOEXEC, 3);
+    if (dup < 0)
+      return cm_error_set(err, errno, "dup %s", what);
+    push_fd(&ctx->fds, &ctx->n, &ctx->cap, dup);
+    return 0;
+  }
   /* By fd: the overlay gets the directory judged above, not a path looked up again (Linux 6.13). */
   if (fsconfig(fs_fd, FSCONFIG_SET_FD, key, NULL, fd) < 0) {
     int saved = errno;
@@ -336,14 +419,19 @@ static int overlay_layer(const struct mount_source_rules *rules, int fs_fd, cons
 }
 
 /* A hardened overlay: every lowerdir, upperdir and workdir is a host tree the container gets, so
- * each is judged like a bind source and given to the kernel as the fd that was judged. */
-static int mount_overlay_checked(const struct mount_source_rules *rules, const struct spec_mount *m,
-                                 unsigned long flags, struct cm_error **err) {
-  cleanup_close int fs_fd = fsopen("overlay", FSOPEN_CLOEXEC);
-  if (fs_fd < 0)
+ * each is judged like a bind source and given to the kernel as the fd that was judged. Collecting
+ * (ctx->collect), only the layers are opened and kept: no overlay is made. */
+static int mount_overlay_checked(struct overlay_ctx *ctx, const struct spec_mount *m, unsigned long flags,
+                                 struct cm_error **err) {
+  cleanup_close int fs_fd = ctx->collect ? -1 : fsopen("overlay", FSOPEN_CLOEXEC);
+  if (fs_fd < 0 && !ctx->collect)
     return cm_error_set(err, errno, "fsopen overlay");
-  if (m->source && *m->source && fsconfig(fs_fd, FSCONFIG_SET_STRING, "source", m->source, 0) < 0)
+  if (fs_fd >= 0 && m->source && *m->source && fsconfig(fs_fd, FSCONFIG_SET_STRING, "source", m->source, 0) < 0)
     return cm_error_set(err, errno, "overlay source \"%s\"", m->source);
+  /* Mounted in the container's own user namespace (given layers): overlay keeps its markers in
+   * user.overlay.* xattrs, the trusted.* ones being host root's. */
+  if (fs_fd >= 0 && ctx->fds && fsconfig(fs_fd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+    return cm_error_set(err, errno, "overlay option userxattr");
   cleanup_free char *copy = strdup(m->data ? m->data : "");
   if (copy == NULL)
     return cm_error_set(err, ENOMEM, "overlay options");
@@ -368,7 +456,7 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
       const char *key = "lowerdir+";
       for (const char *p = value; *p;) {
         p = next_layer(p, ':', layer, sizeof(layer));
-        if (layer[0] && overlay_layer(rules, fs_fd, key, layer, err) < 0)
+        if (layer[0] && overlay_layer(ctx, fs_fd, key, layer, err) < 0)
           return -1;
         has_lower |= layer[0] != '\0';
         if (*p == ':' && p[1] == ':') {
@@ -381,10 +469,10 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
     } else if (value && (strcmp(opt, "lowerdir+") == 0 || strcmp(opt, "datadir+") == 0 ||
                          strcmp(opt, "upperdir") == 0 || strcmp(opt, "workdir") == 0)) {
       next_layer(value, '\0', layer, sizeof(layer));
-      if (overlay_layer(rules, fs_fd, opt, layer, err) < 0)
+      if (overlay_layer(ctx, fs_fd, opt, layer, err) < 0)
         return -1;
       has_lower |= strcmp(opt, "lowerdir+") == 0;
-    } else {
+    } else if (fs_fd >= 0) {
       int r = value ? fsconfig(fs_fd, FSCONFIG_SET_STRING, opt, value, 0)
                     : fsconfig(fs_fd, FSCONFIG_SET_FLAG, opt, NULL, 0);
       if (r < 0) {
@@ -398,6 +486,8 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
   }
   if (!has_lower)
     return cm_error_set(err, EINVAL, "overlay without lowerdir");
+  if (ctx->collect)
+    return 0;
   if (fsconfig(fs_fd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
     int saved = errno;
     char why[280];
@@ -412,11 +502,79 @@ static int mount_overlay_checked(const struct mount_source_rules *rules, const s
   return mnt_fd;
 }
 
+/* The value of option `key` in an overlay's data (backslash escapes undone), or "". */
+static void overlay_option(const char *data, const char *key, char *out, size_t size) {
+  out[0] = '\0';
+  size_t klen = strlen(key);
+  for (const char *p = data; p && *p;) {
+    if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+      next_layer(p + klen + 1, ',', out, size);
+      return;
+    }
+    while (*p && *p != ',') {
+      if (*p == '\\' && p[1])
+        p++;
+      p++;
+    }
+    if (*p == ',')
+      p++;
+  }
+}
+
+int rootfs_overlay_layer_fds(const struct spec_mount *m, const struct mount_source_rules *rules, int userns_fd,
+                             struct rootfs_premount_layers *out, struct cm_error **err) {
+  struct overlay_ctx ctx = {.rules = rules, .userns_fd = userns_fd, .collect = true, .upper_mnt = -1};
+  char upper[4096], work[4096];
+  overlay_option(m->data, "upperdir", upper, sizeof(upper));
+  overlay_option(m->data, "workdir", work, sizeof(work));
+  if (upper[0] && work[0])
+    common_dir(upper, work, ctx.upper_root, sizeof(ctx.upper_root));
+  if (mount_overlay_checked(&ctx, m, 0, err) < 0) {
+    for (size_t i = 0; i < ctx.n; i++)
+      close(ctx.fds[i]);
+    for (size_t i = 0; i < ctx.n_attach; i++)
+      close(ctx.attach[i]);
+    free(ctx.fds);
+    free(ctx.attach);
+    return -1;
+  }
+  *out = (struct rootfs_premount_layers){.fds = ctx.fds, .n = ctx.n, .attach = ctx.attach, .n_attach = ctx.n_attach};
+  return 0;
+}
+
+/* A user namespace whose network namespace is not its own may not mount sysfs (the kernel ties
+ * sysfs to the network namespace's owner): the host's /sys, recursively read-only, as runc's
+ * rootless configs bind it. */
+static int sysfs_bind_fallback(unsigned long flags, unsigned long clear, struct cm_error **err) {
+  cleanup_close int sys = open("/sys", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (sys < 0)
+    return -1; /* keep the mount's own error */
+  struct cm_error *why = *err;
+  *err = NULL;
+  int fd = mount_clone_tree(sys, true, flags | MS_RDONLY, clear & ~MS_RDONLY, err);
+  if (fd >= 0 && mount_set_readonly(fd, true, err) < 0) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0) {
+    cm_error_free(*err);
+    *err = why;
+    return -1;
+  }
+  cm_debug("sysfs: %s: bound the host's /sys read-only instead", why->msg);
+  cm_error_free(why);
+  return fd;
+}
+
+/* premount >= 0: the runtime's detached mount of this bind's source (idmapped), flags set,
+ * already judged by the runtime when hardened (runtime/userns_setup.c). */
 static int apply_one(const struct spec *s, const struct spec_mount *m, int root_fd,
-                     const struct mount_source_rules *rules, int opened_src, struct cm_error **err) {
+                     const struct mount_source_rules *rules, int premount, int opened_src,
+                     const struct rootfs_premount_layers *layers,
+                     struct cm_error **err) {
   bool is_bind = rootfs_mount_is_bind(m);
-  if (m->idmap)
-    return cm_error_set(err, EOPNOTSUPP, "idmapped mounts are not supported");
+  if ((m->idmap || m->n_uid_mappings) && premount < 0)
+    return cm_error_set(err, EOPNOTSUPP, "idmapped mount: the runtime did not prepare it");
   if (!is_bind && (!m->type || !*m->type))
     return cm_error_set(err, EINVAL, "no type and not a bind mount");
   if (!m->destination || m->destination[0] != '/')
@@ -431,8 +589,11 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     if (!m->source)
       return cm_error_set(err, EINVAL, "bind mount without a source");
     /* A host path (relative ones are relative to the bundle, our cwd): the host admin's
-     * choice, so symlinks in it are followed on the host. */
-    src_fd = opened_src >= 0 ? fcntl(opened_src, F_DUPFD_CLOEXEC, 3) : open(m->source, O_PATH | O_CLOEXEC);
+     * choice, so symlinks in it are followed on the host. Premounted: made by the runtime; or
+     * opened by it (in a user namespace, rootfs.h). */
+    src_fd = premount >= 0     ? fcntl(premount, F_DUPFD_CLOEXEC, 3)
+             : opened_src >= 0 ? fcntl(opened_src, F_DUPFD_CLOEXEC, 3)
+                               : open(m->source, O_PATH | O_CLOEXEC);
     if (src_fd < 0)
       return cm_error_set(err, errno, "open source");
     struct stat st;
@@ -440,7 +601,7 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
       return cm_error_set(err, errno, "stat source");
     target_is_dir = S_ISDIR(st.st_mode);
     /* Hardened: judged on this fd, which is the one cloned below (no second lookup). */
-    if (rules && mount_source_check(rules, src_fd, "bind source", false, &src_kind, err) < 0)
+    if (rules && premount < 0 && mount_source_check(rules, src_fd, "bind source", false, &src_kind, err) < 0)
       return -1;
   }
   if (check_proc_destination(m, is_bind, src_fd, err) < 0)
@@ -468,7 +629,18 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
     return mount_cgroup(s, m, target_fd, err);
 
   cleanup_close int mnt_fd = -1;
-  if (is_bind && rules) {
+  if (!is_bind && layers && layers->n > 0) {
+    /* An overlay whose layers the runtime opened, judged and idmapped. overlay clones its layers'
+     * mounts, which must then be in our mount namespace: they are attached on the target first,
+     * stacked beneath where the overlay goes, out of sight. */
+    for (size_t k = 0; k < layers->n_attach; k++)
+      if (move_mount(layers->attach[k], "", target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return cm_error_set(err, errno, "attach overlay layer mount %zu", k);
+    struct overlay_ctx ctx = {.fds = layers->fds, .n = layers->n};
+    mnt_fd = mount_overlay_checked(&ctx, m, flags, err);
+  } else if (is_bind && premount >= 0) {
+    mnt_fd = cm_steal_fd(&src_fd); /* flags and rro already set by the runtime */
+  } else if (is_bind && rules) {
     /* Hardened: never recursive (a submount could be anything: a procfs, another disk), and a
      * device node read-only, so that its owner, mode and times cannot be changed through it. */
     if (src_kind.is_device)
@@ -481,17 +653,20 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   } else if (is_bind) {
     mnt_fd = mount_clone_tree(src_fd, (m->flags & MS_REC) != 0, flags, m->clear_flags, err);
   } else if (rules && strcmp(m->type, "overlay") == 0) {
-    mnt_fd = mount_overlay_checked(rules, m, flags, err);
+    struct overlay_ctx ctx = {.rules = rules};
+    mnt_fd = mount_overlay_checked(&ctx, m, flags, err);
   } else {
     mnt_fd = mount_new_fs_labeled(m->type, m->source, take_over ? flags & ~MS_RDONLY : flags, m->data,
                                   label_for(s, m->type), err);
   }
+  if (mnt_fd < 0 && !is_bind && strcmp(m->type, "sysfs") == 0 && *err && (*err)->errnum == EPERM)
+    mnt_fd = sysfs_bind_fallback(flags, m->clear_flags, err);
   if (mnt_fd < 0)
     return -1;
   if (take_over && (tmpfs_take_over_dir(target_fd, mnt_fd, m->tmpcopyup, m->destination, err) < 0 ||
                     ((flags & MS_RDONLY) && mount_set_readonly(mnt_fd, false, err) < 0)))
     return -1;
-  if (m->recursive_readonly && mount_set_readonly(mnt_fd, true, err) < 0)
+  if (premount < 0 && m->recursive_readonly && mount_set_readonly(mnt_fd, true, err) < 0)
     return -1;
   if (mount_attach(mnt_fd, target_fd, err) < 0)
     return -1;
@@ -502,14 +677,16 @@ static int apply_one(const struct spec *s, const struct spec_mount *m, int root_
   return 0;
 }
 
-int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules, const int *bind_fds,
-                 struct cm_error **err) {
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+                 const struct rootfs_premounts *pre, const int *bind_fds, struct cm_error **err) {
   int rc = 0;
   for (size_t i = 0; i < s->n_mounts && rc == 0; i++) {
     const struct spec_mount *m = &s->mounts[i];
     cm_debug("mount %s on %s (type %s)", m->source ? m->source : "-", m->destination,
              m->type ? m->type : "bind");
-    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, bind_fds ? bind_fds[i] : -1, err) < 0)
+    int premount = pre && i < pre->n ? pre->mount_fds[i] : -1;
+    const struct rootfs_premount_layers *layers = pre && i < pre->n && pre->layers ? &pre->layers[i] : NULL;
+    if (apply_one(s, m, root_fd, m->trusted ? NULL : rules, premount, bind_fds ? bind_fds[i] : -1, layers, err) < 0)
       rc = cm_error_prefix(err, "mount \"%s\" on \"%s\" (mounts[%zu], type %s)",
                            m->source ? m->source : (m->type ? m->type : ""),
                            m->destination ? m->destination : "", i, m->type ? m->type : "bind");

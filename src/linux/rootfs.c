@@ -104,6 +104,14 @@ bool rootfs_has_bind_mounts(const struct spec *s) {
   return false;
 }
 
+bool rootfs_has_bind_mounts_besides(const struct spec *s, const struct rootfs_premounts *pre) {
+  for (size_t i = 0; i < s->n_mounts; i++)
+    if (rootfs_mount_is_bind(&s->mounts[i]) && s->mounts[i].source &&
+        (pre == NULL || i >= pre->n || pre->mount_fds[i] < 0))
+      return true;
+  return false;
+}
+
 int rootfs_open_bind_sources_in(pid_t pid, const struct spec *s, const char *bundle, int *fds, struct cm_error **err) {
   for (size_t i = 0; i < s->n_mounts; i++)
     fds[i] = -1;
@@ -158,6 +166,11 @@ void rootfs_close_bind_sources(int *fds, size_t n) {
 }
 
 int rootfs_prepare(const struct spec *s, const char *rootfs, const int *bind_fds, struct cm_error **err) {
+  return rootfs_prepare_premounted(s, rootfs, NULL, bind_fds, err);
+}
+
+int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const struct rootfs_premounts *pre,
+                              const int *bind_fds, struct cm_error **err) {
   /* Nothing we mount may propagate back to the host: rslave unless the config says otherwise. */
   unsigned long propagation = MS_SLAVE | MS_REC;
   if (s->has_linux && s->linux_.rootfs_propagation_flags)
@@ -167,16 +180,30 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, const int *bind_fds
   /* After a recursive slave/private/unbindable change no mount is shared any more: the
    * mountinfo scan (~0.2 ms, the costliest step here) is only needed otherwise. */
   bool none_shared = (propagation & MS_REC) && !(propagation & MS_SHARED);
-  if (!none_shared && make_parent_mount_private(rootfs, err) < 0)
-    return -1;
   __attribute__((cleanup(rules_freep))) struct mount_source_rules *rules = NULL;
-  cleanup_close int root_fd = -1;
-  if (s->hardening.check_mount_sources) {
+  if (s->hardening.check_mount_sources)
     rules = mount_source_rules_load();
+  cleanup_close int root_fd = -1;
+  if (pre && pre->root_fd >= 0) {
+    /* The runtime's (idmapped) tree, attached over our "/", already judged by the runtime when
+     * hardened (runtime/userns_setup.c): no host path to walk (we may be an unprivileged uid
+     * that cannot), and path lookups from "/" still see the host's tree below it (a mount on the
+     * root's own dentry is never crossed by a walk starting there) until pivot_root makes it the
+     * root. */
+    if (move_mount(pre->root_fd, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+      return cm_error_set(err, errno, "attach the rootfs \"%s\" prepared by the runtime", rootfs);
+    root_fd = fcntl(pre->root_fd, F_DUPFD_CLOEXEC, 3);
+    if (root_fd < 0)
+      return cm_error_set(err, errno, "dup rootfs fd");
+  } else if (rules) {
+    if (!none_shared && make_parent_mount_private(rootfs, err) < 0)
+      return -1;
     root_fd = bind_root_checked(rules, rootfs, err);
     if (root_fd < 0)
       return -1;
   } else {
+    if (!none_shared && make_parent_mount_private(rootfs, err) < 0)
+      return -1;
     if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
       return cm_error_set(err, errno, "bind rootfs \"%s\" onto itself", rootfs);
     root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -199,7 +226,7 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, const int *bind_fds
     tmp_spec.mounts = mounts_copy;
     effective = &tmp_spec;
   }
-  if (mounts_apply(effective, root_fd, rules, bind_fds, err) < 0)
+  if (mounts_apply(effective, root_fd, rules, pre, bind_fds, err) < 0)
     return -1;
   if (devices_setup(s, root_fd, err) < 0)
     return -1;
@@ -264,6 +291,17 @@ static int detach_host_proc_and_sys(const char *rootfs, struct cm_error **err) {
 }
 
 int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err) {
+  return rootfs_pivot_premounted(rootfs, NULL, no_pivot, err);
+}
+
+int rootfs_pivot_premounted(const char *rootfs, const struct rootfs_premounts *pre, bool no_pivot,
+                            struct cm_error **err) {
+  if (no_pivot && pre && pre->root_fd >= 0) {
+    /* Already over "/": chroot into it. */
+    if (fchdir(pre->root_fd) < 0 || chroot(".") < 0 || chdir("/") < 0)
+      return cm_error_set(err, errno, "chroot into the rootfs");
+    return 0;
+  }
   if (no_pivot) {
     if (detach_host_proc_and_sys(rootfs, err) < 0)
       return -1;
@@ -281,7 +319,8 @@ int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err) {
   cleanup_close int old_root = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
   if (old_root < 0)
     return cm_error_set(err, errno, "open /");
-  cleanup_close int new_root = open(rootfs, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  cleanup_close int new_root = pre && pre->root_fd >= 0 ? fcntl(pre->root_fd, F_DUPFD_CLOEXEC, 3)
+                                                         : open(rootfs, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
   if (new_root < 0)
     return cm_error_set(err, errno, "open rootfs \"%s\"", rootfs);
   if (fchdir(new_root) < 0)

@@ -30,6 +30,36 @@ int rootfs_pivot(const char *rootfs, bool no_pivot, struct cm_error **err);
 /* Without a mount namespace (the runtime's is inherited): chroot into `rootfs`, as runc does,
  * and mount nothing. Leaves the cwd at the new "/". */
 int rootfs_chroot(const char *rootfs, struct cm_error **err);
+/* Detached mounts the runtime made for us (runtime/userns_setup.h: idmapped, which only host
+ * root may make), used in place of the rootfs path and of the config's bind sources. */
+struct rootfs_premount_layers {
+  int *fds; /* an overlay's layers, in the order its options name them */
+  size_t n;
+  int *attach; /* the detached mounts they are on, attached first (overlay clones layer mounts,
+                * which must be in our mount namespace) */
+  size_t n_attach;
+};
+/* The layers of an overlay entry of the config (mounts[] type overlay), opened, judged by `rules`
+ * when hardened (linux/mount_source.h, may be NULL) and idmapped through userns_fd, as the child's
+ * overlay takes them (runtime/userns_setup.h: its unprivileged child could not open them);
+ * upperdir and workdir on one mount, as overlay requires. Malloc'd lists in *out. */
+struct mount_source_rules;
+int rootfs_overlay_layer_fds(const struct spec_mount *m, const struct mount_source_rules *rules, int userns_fd,
+                             struct rootfs_premount_layers *out, struct cm_error **err);
+struct rootfs_premounts {
+  int root_fd;    /* the root: attached over "/" and pivoted into by fd; -1: the rootfs path */
+  int *mount_fds; /* [n]: attached for s->mounts[i] instead of opening its source; -1: none */
+  struct rootfs_premount_layers *layers; /* [n]: for an overlay entry, its layers; NULL: none */
+  size_t n;
+};
+/* rootfs_has_bind_mounts, less the binds premounted in pre (NULL: none). */
+bool rootfs_has_bind_mounts_besides(const struct spec *s, const struct rootfs_premounts *pre);
+/* rootfs_prepare with premounts (NULL: none); a bind with a premount does not use bind_fds. */
+int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const struct rootfs_premounts *pre,
+                              const int *bind_fds, struct cm_error **err);
+/* The same into pre->root_fd when the root was premounted. */
+int rootfs_pivot_premounted(const char *rootfs, const struct rootfs_premounts *pre, bool no_pivot,
+                            struct cm_error **err);
 /* After pivot: maskedPaths, readonlyPaths, root.readonly, final rootfsPropagation. */
 int rootfs_finalize(const struct spec *s, struct cm_error **err);
 

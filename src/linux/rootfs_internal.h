@@ -39,12 +39,14 @@ bool rootfs_mount_is_bind(const struct spec_mount *m);
 const struct spec_mount *rootfs_dev_mount(const struct spec *s);
 
 struct mount_source_rules;
+struct rootfs_premounts;
 /* Every entry of s->mounts, in order, inside the rootfs at root_fd. With `rules` (a hardened
- * container, linux/mount_source.h) every bind source and overlay layer is judged on its fd.
+ * container, linux/mount_source.h) every bind source and overlay layer is judged on its fd. With
+ * `pre`, pre->mount_fds[i] (when >= 0) is attached instead of opening mounts[i]'s source;
  * bind_fds (NULL, or one per mount, -1 for none): bind sources the runtime opened for us
  * (rootfs_open_bind_sources_in), used instead of opening the source path. */
-int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules, const int *bind_fds,
-                 struct cm_error **err);
+int mounts_apply(const struct spec *s, int root_fd, const struct mount_source_rules *rules,
+                 const struct rootfs_premounts *pre, const int *bind_fds, struct cm_error **err);
 /* A "cgroup"/"cgroup2" entry: see mount_cgroup.c. */
 int mount_cgroup(const struct spec *s, const struct spec_mount *m, int target_fd, struct cm_error **err);
 

@@ -3,6 +3,7 @@
  * man/codemode-profiles.5 lists the rules and why. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "policy/profile_rules.h"
 #include "policy/seccomp_profile.h"
@@ -167,7 +169,84 @@ static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm
   return 0;
 }
 
+/* Container root is never host root: a user namespace always, its mappings never naming host
+ * id 0. With one the config leaves to us, the runtime maps the container to a host range of its
+ * own (root) or to the caller's ids (rootless); either way the namespace is created by the
+ * unprivileged host uid, so per-uid kernel budgets (inotify, mqueue, RLIMIT_NPROC, keys) are
+ * that uid's and never host root's (runtime/userns_setup.h). */
+static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_error **err) {
+  struct spec_linux *l = &s->linux_;
+  struct spec_namespace *ns = &l->namespaces[SPEC_NS_USER];
+  if (ns->path) {
+    if (is_host_namespace(SPEC_NS_USER, ns->path))
+      return cm_error_set(err, EPERM, "linux.namespaces: joining the host user namespace (%s) is refused", ns->path);
+    return 0;
+  }
+  if (!ns->present) {
+    ns->present = true;
+    l->userns_auto = true;
+    free(l->uid_mappings);
+    free(l->gid_mappings);
+    l->uid_mappings = l->gid_mappings = NULL;
+    l->n_uid_mappings = l->n_gid_mappings = 0;
+    if (geteuid() == 0)
+      policy_report_add(r, "linux.namespaces: new user namespace added: container ids 0-65535 map to a host "
+                           "range allocated for this container, and it is created by that range's first uid");
+    else
+      policy_report_add(r, "linux.namespaces: new user namespace added: your uid and gid are the container's "
+                           "root (rootless)");
+    return 0;
+  }
+  static const char *const fields[] = {"uidMappings", "gidMappings"};
+  for (int k = 0; k < 2; k++) {
+    const struct spec_id_mapping *m = k ? l->gid_mappings : l->uid_mappings;
+    size_t n = k ? l->n_gid_mappings : l->n_uid_mappings;
+    for (size_t i = 0; i < n; i++)
+      if (m[i].host_id == 0 || (uint64_t)m[i].host_id + m[i].size > UINT32_MAX)
+        return cm_error_set(err, EPERM,
+                            "linux.%s[%zu]: maps host id 0 into the container (container ids %u-%u): its root "
+                            "would be the host's; map an unprivileged range, or leave the user namespace to "
+                            "the profile",
+                            fields[k], i, m[i].container_id, m[i].container_id + m[i].size - 1);
+  }
+  if (!l->userns_auto && geteuid() == 0) {
+    l->userns_create_as_mapped_root = true;
+    policy_report_add(r, "linux.namespaces: the config's user namespace is created by the host uid its root "
+                         "maps to, not by root");
+  }
+  return 0;
+}
+
 /* --- mounts --------------------------------------------------------------------------------- */
+
+static void strv_append(struct spec_strv *v, const char *s);
+
+/* A rootless config (`codemode spec --rootless`, `runc spec --rootless`) binds the host's /sys,
+ * since without a network namespace of its own a user namespace may not mount sysfs. The
+ * profile gives the container its own network namespace, so it gets a fresh read-only sysfs
+ * instead of the host's tree. */
+static void sys_bind_to_sysfs(struct spec *s, struct policy_report *r) {
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    struct spec_mount *m = &s->mounts[i];
+    bool bind = (m->type && strcmp(m->type, "bind") == 0) || (m->flags & MS_BIND);
+    char real[PATH_MAX];
+    if (!bind || strcmp(m->destination, "/sys") != 0 || m->source == NULL || realpath(m->source, real) == NULL ||
+        strcmp(real, "/sys") != 0)
+      continue;
+    free(m->type);
+    free(m->source);
+    spec_strv_free(&m->options);
+    m->type = xstrdup("sysfs");
+    m->source = xstrdup("sysfs");
+    static const char *const opts[] = {"nosuid", "noexec", "nodev", "ro"};
+    for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
+      strv_append(&m->options, opts[k]);
+    spec_mount_decode_options(m);
+    policy_report_add(r, "mounts[%zu] /sys: the bind of the host's /sys becomes a fresh read-only sysfs (the "
+                         "container has its own network namespace)",
+                      i);
+  }
+}
 
 static void strv_append(struct spec_strv *v, const char *s) {
   char **grown = realloc(v->items, (v->count + 2) * sizeof(char *));
@@ -462,7 +541,8 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
   struct policy_report *r = &out->report;
   if (s->process == NULL)
     return cm_error_set(err, 0, "config.json: .process: missing");
-  if (tighten_namespaces(s, r, err) < 0 || tighten_mounts(s, bundle, r, err) < 0)
+  sys_bind_to_sysfs(s, r);
+  if (tighten_namespaces(s, r, err) < 0 || tighten_userns(s, r, err) < 0 || tighten_mounts(s, bundle, r, err) < 0)
     return -1;
   s->has_linux = true;
   policy_mcp_tighten_process(s->process, r);

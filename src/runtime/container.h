@@ -20,5 +20,8 @@ int container_open(const struct runtime_context *ctx, const char *id, enum state
  * process that a paused container holds): what the lock guarded is done by then. */
 void container_unlock(struct container *o);
 void container_close(struct container *o);
+/* The processes in init's pid namespace (init alone when it shares ours), for a container
+ * without a cgroup (rootless): ps and kill --all. */
+int container_pidns_pids(pid_t init, pid_t **pids, size_t *n, struct cm_error **err);
 
 #endif

@@ -62,6 +62,63 @@ static int join_namespaces(const struct spec *s, struct cm_error **err) {
   return 0;
 }
 
+/* The detached mounts the runtime made for us, until SYNC_MOUNTS_DONE. */
+static void receive_premounts(const struct init_config *c, struct rootfs_premounts *pre) {
+  size_t n = c->spec->n_mounts;
+  pre->root_fd = -1;
+  pre->n = n;
+  pre->mount_fds = malloc((n ? n : 1) * sizeof(int));
+  if (pre->mount_fds == NULL)
+    _exit(1);
+  for (size_t i = 0; i < n; i++)
+    pre->mount_fds[i] = -1;
+  for (;;) {
+    struct sync_msg m;
+    int fd = -1;
+    struct cm_error *err = NULL;
+    if (sync_recv(c->sync_fd, &m, &fd, &err) != 0)
+      _exit(1);
+    if (m.type == SYNC_MOUNTS_DONE)
+      return;
+    if (m.type != SYNC_MOUNT_FD || fd < 0 || m.value < -1 || m.value >= (int64_t)n)
+      _exit(1);
+    bool layer = strcmp(m.text, "layer") == 0, attach = strcmp(m.text, "attach") == 0;
+    if (m.value >= 0 && (layer || attach)) {
+      /* An overlay entry's layer (in order) or a mount one is on. */
+      if (pre->layers == NULL && (pre->layers = calloc(n, sizeof(*pre->layers))) == NULL)
+        _exit(1);
+      struct rootfs_premount_layers *l = &pre->layers[m.value];
+      int **v = layer ? &l->fds : &l->attach;
+      size_t *nv = layer ? &l->n : &l->n_attach;
+      int *grown = realloc(*v, (*nv + 1) * sizeof(int));
+      if (grown == NULL)
+        _exit(1);
+      *v = grown;
+      grown[(*nv)++] = fd;
+    } else if (m.value == -1) {
+      pre->root_fd = fd;
+    } else {
+      pre->mount_fds[m.value] = fd;
+    }
+  }
+}
+
+static void close_premounts(const struct init_config *c) {
+  const struct rootfs_premounts *pre = c->pre;
+  if (pre == NULL)
+    return;
+  if (pre->root_fd >= 0)
+    close(pre->root_fd);
+  for (size_t i = 0; i < pre->n; i++) {
+    if (pre->mount_fds[i] >= 0)
+      close(pre->mount_fds[i]);
+    for (size_t k = 0; pre->layers && k < pre->layers[i].n; k++)
+      close(pre->layers[i].fds[k]);
+    for (size_t k = 0; pre->layers && k < pre->layers[i].n_attach; k++)
+      close(pre->layers[i].attach[k]);
+  }
+}
+
 /* oom_set: stage1 already set process.oomScoreAdj, which init inherits. */
 static __attribute__((noreturn)) void container_init(const struct init_config *c, bool oom_set);
 
@@ -72,21 +129,35 @@ void container_stage1(const struct init_config *c) {
   /* The runtime has placed us in the container's cgroup before we create the cgroup
    * namespace, so the container sees its own cgroup as its root. */
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
+  const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
+  bool create_userns = userns->present && userns->path == NULL;
+  /* The runtime's credentials, which ours are until the user namespace: only a root runtime can
+   * join our mount namespace to open bind sources for us (below). */
+  bool runtime_is_root = geteuid() == 0;
+  if (create_userns && c->userns)
+    userns_child_begin(c->userns);
   /* Still in our user namespace: init, non-dumpable (CVE-2019-5736), has a /proc/self owned by
    * our root, which a new user namespace's root may not write; the value is inherited. */
   if (oom_score_adj_apply(s->process, &err) < 0 || loginuid_lock(s->process, &err) < 0)
     fail(c->sync_fd, err);
 
-  const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
-  if (userns->present && userns->path == NULL) {
-    if (unshare(CLONE_NEWUSER) < 0) {
-      cm_error_set(&err, errno, "unshare user namespace");
+  /* Becoming an unprivileged host uid first (linux/userns.h): namespaces given by path are
+   * joined while we still may. */
+  bool joined_first = create_userns && c->userns && c->userns->become_creator;
+  if (joined_first && join_namespaces(s, &err) < 0)
+    fail(c->sync_fd, err);
+  if (create_userns) {
+    static const struct userns_plan plain = {.create = true};
+    if (userns_child_create(c->userns ? c->userns : &plain, &err) < 0)
       fail(c->sync_fd, err);
-    }
     sync_send(c->sync_fd, SYNC_USERNS_READY, 0, NULL, -1, NULL);
     expect(c->sync_fd, SYNC_USERNS_MAPPED);
+    userns_child_mapped(c->userns ? c->userns : &plain);
   }
-  if (join_namespaces(s, &err) < 0)
+  struct rootfs_premounts pre = {.root_fd = -1};
+  if (c->premounts)
+    receive_premounts(c, &pre);
+  if (!joined_first && join_namespaces(s, &err) < 0)
     fail(c->sync_fd, err);
   if (userns->present) {
     /* Become the namespace's root, so every later step runs with the mapped root's identity. */
@@ -106,9 +177,12 @@ void container_stage1(const struct init_config *c) {
     fail(c->sync_fd, err);
   }
   /* The namespace's root may not reach every bind source: the runtime opens them for us, in our
-   * new mount namespace, with its own credentials (rootfs.h). Init inherits the fds. */
+   * new mount namespace, with its own credentials (rootfs.h). Init inherits the fds. Not the
+   * binds the runtime premounted; not rootless, where we are the caller and reach what it does
+   * (and a runtime without CAP_SYS_ADMIN could not join our mount namespace). */
   struct init_config with_fds = *c;
-  if (userns->present && s->linux_.namespaces[SPEC_NS_MOUNT].present && rootfs_has_bind_mounts(s)) {
+  if (runtime_is_root && userns->present && s->linux_.namespaces[SPEC_NS_MOUNT].present &&
+      rootfs_has_bind_mounts_besides(s, c->premounts ? &pre : NULL)) {
     with_fds.bind_fds = malloc(s->n_mounts * sizeof(int));
     if (with_fds.bind_fds == NULL)
       abort();
@@ -140,8 +214,11 @@ void container_stage1(const struct init_config *c) {
     cm_error_set(&err, errno, "clone container init");
     fail(c->sync_fd, err);
   }
-  if (pid == 0)
-    container_init(c, true);
+  if (pid == 0) {
+    struct init_config ic = *c;
+    ic.pre = c->premounts ? &pre : NULL;
+    container_init(&ic, true);
+  }
   sync_send(c->sync_fd, SYNC_INIT_PID, pid, NULL, -1, NULL);
   _exit(0);
 }
@@ -339,7 +416,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
   bool build_rootfs = s->linux_.namespaces[SPEC_NS_MOUNT].present;
   if (build_rootfs) {
     /* Relative bind sources resolve against the bundle. */
-    if (chdir(c->bundle) < 0) {
+    if (chdir(c->bundle) < 0 && !(errno == EACCES && c->pre)) {
+      /* Premounted: the runtime opened every bind source, so no relative path is walked here. */
       if (errno == EACCES && s->linux_.namespaces[SPEC_NS_USER].present)
         cm_error_set(&err, errno,
                      "chdir to bundle %s (the user namespace's root must be able to search every "
@@ -349,7 +427,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
         cm_error_set(&err, errno, "chdir to bundle %s", c->bundle);
       fail(sync_fd, err);
     }
-    if (rootfs_prepare(s, c->rootfs, c->bind_fds, &err) < 0)
+    if (rootfs_prepare_premounted(s, c->rootfs, c->pre, c->bind_fds, &err) < 0)
       fail(sync_fd, err);
     rootfs_close_bind_sources(c->bind_fds, s->n_mounts);
   }
@@ -367,8 +445,10 @@ static void container_init(const struct init_config *c, bool oom_set) {
       fail(sync_fd, err);
   }
 
-  if ((build_rootfs ? rootfs_pivot(c->rootfs, c->no_pivot, &err) : rootfs_chroot(c->rootfs, &err)) < 0)
+  if ((build_rootfs ? rootfs_pivot_premounted(c->rootfs, c->pre, c->no_pivot, &err) : rootfs_chroot(c->rootfs, &err)) <
+      0)
     fail(sync_fd, err);
+  close_premounts(c);
   /* A missing cwd is created, as runc does: after pivot_root, walked inside the container's root
    * only, before root.readonly applies. */
   {

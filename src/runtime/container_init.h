@@ -11,7 +11,9 @@
 
 #include <stdbool.h>
 #include "linux/landlock.h"
+#include "linux/rootfs.h"
 #include "linux/seccomp.h"
+#include "linux/userns.h"
 #include "spec/spec.h"
 
 struct init_config {
@@ -51,6 +53,12 @@ struct init_config {
   size_t n_egress_tcp_ports;
   /* Bind sources opened by stage1 before the user namespace (rootfs_open_bind_sources); NULL. */
   int *bind_fds;
+  /* How stage1 creates the user namespace (linux/userns.h), when the config asks for one. */
+  const struct userns_plan *userns;
+  /* The runtime sends detached mounts for the rootfs and binds (runtime/userns_setup.h). */
+  bool premounts;
+  /* Filled by stage1 with what it received, for init. */
+  const struct rootfs_premounts *pre;
 };
 
 /* Shared with exec (runtime/exec_process.c), both run inside the container's root:

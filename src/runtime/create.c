@@ -30,9 +30,11 @@
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
 #include "runtime/notify_socket.h"
+#include "runtime/rootless.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp_listener.h"
 #include "runtime/state.h"
+#include "runtime/userns_setup.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/sync.h"
@@ -76,7 +78,8 @@ static int validate_for_create(const struct spec *s, const struct create_options
   if ((s->hostname || s->domainname) && !s->linux_.namespaces[SPEC_NS_UTS].present)
     return cm_error_set(err, 0, "config.json: .%s: needs a uts namespace in .linux.namespaces",
                         s->hostname ? "hostname" : "domainname");
-  if (spec_ns_is_new(s, SPEC_NS_USER) && (s->linux_.n_uid_mappings == 0 || s->linux_.n_gid_mappings == 0))
+  if (spec_ns_is_new(s, SPEC_NS_USER) && !s->linux_.userns_auto &&
+      (s->linux_.n_uid_mappings == 0 || s->linux_.n_gid_mappings == 0))
     return cm_error_set(err, 0, "config.json: .linux.uidMappings: a new user namespace needs uid and gid mappings");
   if (!s->linux_.namespaces[SPEC_NS_USER].present && (s->linux_.n_uid_mappings || s->linux_.n_gid_mappings))
     return cm_error_set(err, 0, "config.json: .linux.uidMappings: mappings need a user namespace in .linux.namespaces");
@@ -166,6 +169,8 @@ struct create_run {
   pid_t stage1, init;
   int console_master;
   struct egress_broker broker; /* pid -1: no allowlist */
+  struct userns_setup userns;
+  char *state_dir; /* absolute */
 };
 
 /* CODEMODE_TEST_PAUSE_AT=<point>: tests/integration/crash_recovery.bats stops create here
@@ -273,6 +278,10 @@ static struct spec_kv *annotations_with_landlock(const struct spec *s, int abi, 
 static int drive_child(struct create_run *r, struct cm_error **err) {
   if (!r->cgroup_done && sync_send(r->sock, SYNC_CGROUP_JOINED, 0, NULL, -1, err) < 0)
     return -1;
+  /* Idmapped mounts without a user namespace of ours to wait for: right away. */
+  if (r->userns.premounts && !r->userns.plan.create &&
+      userns_setup_send_mounts(&r->userns, -1, r->spec, r->st.bundle, r->st.rootfs, r->sock, err) < 0)
+    return -1;
   /* Init cloned directly (no stage1): we know its pid already (sent right after the clone when
    * init does not wait for its cgroup). */
   if (r->init > 0 && !r->cgroup_done && sync_send(r->sock, SYNC_INIT_PID, r->init, NULL, -1, err) < 0)
@@ -310,8 +319,11 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
     case SYNC_ERROR:
       return cm_error_set(err, (int)m.value, "%s", m.text);
     case SYNC_USERNS_READY:
-      if (ns_write_id_mappings(r->stage1, &r->spec->linux_, err) < 0 ||
+      if (userns_setup_write_maps(&r->userns, r->stage1, r->spec, err) < 0 ||
           sync_send(r->sock, SYNC_USERNS_MAPPED, 0, NULL, -1, err) < 0)
+        return -1;
+      /* The namespace exists and is mapped: the idmapped mounts can be made through it. */
+      if (userns_setup_send_mounts(&r->userns, r->stage1, r->spec, r->st.bundle, r->st.rootfs, r->sock, err) < 0)
         return -1;
       break;
     case SYNC_MOUNT_SOURCES: {
@@ -412,6 +424,7 @@ static void teardown(struct create_run *r) {
     r->cgroup = NULL;
   }
   if (r->dirfd >= 0) {
+    userns_setup_release(&r->userns, r->state_dir, r->dirfd);
     state_dir_remove(r->ctx->root, r->opts->id, &ignored);
     cm_error_freep(&ignored);
   }
@@ -437,7 +450,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (container_id_validate(opts->id, err) < 0)
     return -1;
   struct spec *loaded = NULL;
-  const struct spec *s = opts->spec;
+  struct spec *s = opts->spec;
   if (s == NULL) {
     cleanup_free char *cfg = NULL;
     const char *path = opts->config_path;
@@ -461,6 +474,16 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   int child_sock = -1;
   int rc = -1;
 
+  /* A caller that is not root gets a user namespace; mounts with their own id maps. */
+  if (userns_setup_decide(s, &r.userns, err) < 0)
+    goto out;
+  /* And honest cgroups: a user scope, a delegated subtree, or none with a warning. */
+  struct runtime_context rootless_ctx;
+  if (geteuid() != 0) {
+    if (rootless_cgroup_apply(ctx, s, opts->id, &rootless_ctx, err) < 0)
+      goto out;
+    ctx = r.ctx = &rootless_ctx;
+  }
   if (validate_for_create(s, opts, err) < 0 || resolve_paths(s, opts, &r.st.bundle, &r.st.rootfs, err) < 0)
     goto out;
   /* CVE-2019-5736: init is a fork of us until its execve. Where non-dumpable plus the exec
@@ -516,6 +539,10 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (r.dirfd < 0)
     goto out;
   r.st.id = strdup(opts->id);
+  r.state_dir = state_dir_path(ctx->root, opts->id);
+  /* Under the mcp profiles as root: this container's own host id range. */
+  if (userns_setup_allocate(s, &r.userns, r.state_dir, r.dirfd, err) < 0)
+    goto fail;
   char created[CM_RFC3339_LEN];
   cm_now_rfc3339(created);
   r.st.created = strdup(created);
@@ -581,7 +608,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
 
   /* Without joins, user or time namespaces, init is cloned with its namespaces in one step:
    * no stage1 process, one fork and two sync round trips fewer. */
-  bool direct = container_init_direct_possible(s);
+  bool direct = container_init_direct_possible(s) && !r.userns.premounts;
   int ns_flags = direct ? container_init_direct_clone_flags(s) : 0;
   r.loopback_by_runtime = direct && spec_ns_is_new(s, SPEC_NS_NETWORK);
   int cgroup_fd = r.cgroup ? cgroup_open_for_clone(r.cgroup) : -1;
@@ -641,6 +668,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .n_landlock = n_landlock,
         .egress_tcp_ports = opts->egress ? opts->egress->tcp_ports : NULL,
         .n_egress_tcp_ports = opts->egress ? opts->egress->n_tcp_ports : 0,
+        .userns = &r.userns.plan,
+        .premounts = r.userns.premounts,
     };
     if (direct)
       container_init_direct(&ic);
@@ -715,6 +744,7 @@ out:
   for (size_t i = 0; i < n_landlock; i++)
     spec_landlock_clear(&landlock[i]);
   container_state_clear(&r.st);
+  free(r.state_dir);
   spec_free(loaded);
   return rc;
 }

@@ -205,15 +205,27 @@ static struct spec *load_kept_config(int dirfd, struct cm_error **err) {
 
 /* CLONE_NEW* of every namespace init has that we do not share. Joining one we are already in
  * is pointless, and for the user namespace an error (EINVAL). */
-static int namespaces_to_join(pid_t init) {
+static int namespaces_to_join(pid_t init, struct cm_error **err) {
   int flags = 0;
   for (int t = 0; t < SPEC_NS_COUNT; t++) {
     char theirs[64], ours[64];
     snprintf(theirs, sizeof(theirs), "/proc/%d/ns/%s", init, spec_ns_proc_name(t));
     snprintf(ours, sizeof(ours), "/proc/self/ns/%s", spec_ns_proc_name(t));
     struct stat a, b;
-    if (stat(theirs, &a) < 0 || stat(ours, &b) < 0)
-      continue; /* a namespace type this kernel does not have */
+    if (stat(theirs, &a) < 0) {
+      /* Not seeing a namespace is no reason to stay in ours: only a type this kernel lacks is. */
+      if (errno == ENOENT)
+        continue;
+      if (errno == EACCES && geteuid() != 0)
+        return cm_error_set(err, errno,
+                            "cannot see the namespaces of the container's init (pid %d): it has not started "
+                            "its program yet, and until then it is closed to a non-root runtime (CVE-2019-5736); "
+                            "start the container first",
+                            init);
+      return cm_error_set(err, errno, "stat %s", theirs);
+    }
+    if (stat(ours, &b) < 0)
+      continue;
     if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
       flags |= spec_ns_clone_flag(t);
   }
@@ -429,7 +441,14 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
   /* The pidfd first, then the start-time check: the fd then names the init we verified. */
   pidfd = (int)pidfd_open(c.st.pid, 0);
   bool no_pidfd = pidfd < 0 && errno == ENOSYS;
-  int ns_flags = namespaces_to_join(c.st.pid);
+  int ns_flags = namespaces_to_join(c.st.pid, err);
+  if (ns_flags < 0) {
+    if (!state_pid_alive(c.st.pid, c.st.pid_start_time)) {
+      cm_error_freep(err);
+      cm_error_set(err, 0, "cannot exec in a stopped container");
+    }
+    goto out;
+  }
   if (no_pidfd) {
     /* Kernels before 5.3 (and valgrind): the namespace files, opened before the same check. */
     for (int t = 0; t < SPEC_NS_COUNT; t++) {

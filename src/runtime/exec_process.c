@@ -54,8 +54,16 @@ void exec_stage1(const struct exec_child_config *c) {
   /* The runtime moved us into the container's cgroup: every child we make is born there. */
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
   /* Before joining a user namespace, whose root may not write our non-dumpable /proc/self
-   * files; the process inherits the value. */
-  if (oom_score_adj_apply(c->process, &err) < 0 || loginuid_lock(c->process, &err) < 0)
+   * files; the process inherits the value. Not root: our non-dumpable /proc/self files are host
+   * root's, so dumpable for these writes, still outside the container (nothing in it can see us
+   * yet, and the user's own processes could write the binary anyway). */
+  if (geteuid() != 0 && (c->process->has_oom_score_adj || c->process->lock_loginuid))
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  int oom_rc = oom_score_adj_apply(c->process, &err);
+  if (oom_rc == 0)
+    oom_rc = loginuid_lock(c->process, &err);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (oom_rc < 0)
     fail(c->sync_fd, err);
 
   /* One setns on init's pidfd joins them all atomically, in the kernel's order (user first),

@@ -21,6 +21,7 @@
 #include "runtime/hooks.h"
 #include "runtime/notify_socket.h"
 #include "runtime/runtime.h"
+#include "runtime/idrange.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -191,6 +192,19 @@ static int signal_init(const struct container *o, int signo, struct cm_error **e
   return 0;
 }
 
+/* kill --all without a cgroup (rootless): every process of init's pid namespace, init last. */
+static int kill_pidns(struct container *o, int signo, struct cm_error **err) {
+  pid_t *pids = NULL;
+  size_t n = 0;
+  if (container_pidns_pids(o->st.pid, &pids, &n, err) < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    if (pids[i] != o->st.pid)
+      kill(pids[i], signo);
+  free(pids);
+  return signal_init(o, signo, err);
+}
+
 int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, bool all, struct cm_error **err) {
   struct container o;
   if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
@@ -218,6 +232,8 @@ int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, b
     rc = cm_error_set(err, 0, "container not running");
   else if (all && o.cgroup)
     rc = cgroup_kill_all(o.cgroup, signo, err);
+  else if (all && o.st.pid > 0)
+    rc = kill_pidns(&o, signo, err);
   else
     rc = signal_init(&o, signo, err);
   container_close(&o);
@@ -295,6 +311,11 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
   if (o.cgroup && cgroup_destroy(o.cgroup, err) < 0)
     goto out;
   struct spec *kept = o.status != STATUS_CREATING && spec == NULL ? load_config_for_hooks(&o) : NULL;
+  {
+    /* The host id range of the mcp profile's user namespace is free again (runtime/idrange.h). */
+    cleanup_free char *dir = state_dir_path(ctx->root, id);
+    idrange_release(dir, o.dirfd);
+  }
   rc = state_dir_remove(ctx->root, id, err);
   /* Poststop hooks once the state is gone (runc's order): one that runs codemode on this id gets
    * "does not exist" instead of waiting for our lock, which we hold until the hook returns. */

@@ -13,8 +13,11 @@
 struct egress_config;
 
 struct runtime_context {
-  const char *root; /* state root, default /run/codemode */
+  const char *root; /* state root, default /run/codemode (runtime/rootless.h when not root) */
   enum cgroup_manager cgroup_manager;
+  /* Given on the command line (--systemd-cgroup, --cgroup-manager): a non-root caller's cgroup
+   * choice (runtime/rootless.h) is then not automatic. */
+  bool cgroup_manager_explicit;
 };
 
 struct create_options {

@@ -1,8 +1,6 @@
 /* The OCI features document (`codemode features`): every field of runtime-spec 1.2's features.md
  * that codemode implements, and only what it implements (issue 14). Absent on purpose:
- * linux.netDevices (spec 1.3). Reported false: systemdUser (the systemd driver talks to the
- * system bus only), intelRdt (linux.intelRdt is not applied), mountExtensions.idmap (an idmap
- * mount is refused). */
+ * linux.netDevices (spec 1.3). Reported false: intelRdt (linux.intelRdt is not applied). */
 #include <ctype.h>
 #include <errno.h>
 #include <linux/seccomp.h>
@@ -103,7 +101,8 @@ static void gen_linux(yajl_gen g) {
   gen_kv_bool(g, "v2", 1);
   /* cgroup/systemd.c: transient scopes over the system bus (--systemd-cgroup). */
   gen_kv_bool(g, "systemd", 1);
-  gen_kv_bool(g, "systemdUser", 0);
+  /* rootless: the user's manager over its private bus (runtime/rootless.h). */
+  gen_kv_bool(g, "systemdUser", 1);
   /* linux.resources.rdma: rdma.max, v1 and v2 (cgroup/resources_v2.c). */
   gen_kv_bool(g, "rdma", 1);
   yajl_gen_map_close(g);
@@ -120,12 +119,12 @@ static void gen_linux(yajl_gen g) {
   yajl_gen_map_open(g);
   gen_kv_bool(g, "enabled", 0);
   yajl_gen_map_close(g);
-  /* Idmapped mounts are parsed but refused at mount time, so not advertised. */
+  /* Idmapped mounts: mounts[].uidMappings/gidMappings and idmap/ridmap (runtime/userns_setup.h). */
   gen_str(g, "mountExtensions");
   yajl_gen_map_open(g);
   gen_str(g, "idmap");
   yajl_gen_map_open(g);
-  gen_kv_bool(g, "enabled", 0);
+  gen_kv_bool(g, "enabled", 1);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);

@@ -45,7 +45,7 @@ static const struct mount_option {
     {"rbind", OPT_SET, MS_BIND | MS_REC},
     {"relatime", OPT_SET, MS_RELATIME},
     {"remount", OPT_SET, MS_REMOUNT},
-    {"ridmap", OPT_IDMAP, 0},
+    {"ridmap", OPT_IDMAP, 1},
     {"ro", OPT_SET, MS_RDONLY},
     {"rprivate", OPT_PROPAGATION, MS_PRIVATE | MS_REC},
     {"rro", OPT_RRO, 0},
@@ -68,15 +68,16 @@ static const struct mount_option {
 
 /* What `features` advertises: the options we really apply (runc and containerd treat a listed
  * option as a promise). "rro" is applied by mount_setattr(AT_RECURSIVE) in linux/mounts.c,
- * "tmpcopyup" by linux/tmpfs_copyup.c; "idmap"/"ridmap" are refused, so they are not listed. */
+ * "tmpcopyup" by linux/tmpfs_copyup.c, "idmap"/"ridmap" by mount_setattr(MOUNT_ATTR_IDMAP) in
+ * runtime/userns_setup.c. */
 const char *const spec_mount_option_names[] = {
-    "async",      "atime",       "bind",     "defaults",    "dev",         "diratime",
-    "dirsync",    "exec",        "lazytime", "loud",        "mand",        "noatime",
-    "nodev",      "nodiratime",  "noexec",   "nomand",      "norelatime",  "nostrictatime",
-    "nosuid",     "nosymfollow", "private",  "rbind",       "relatime",    "remount",
-    "ro",         "rprivate",    "rro",      "rshared",     "rslave",      "runbindable", "rw",
-    "shared",     "silent",      "slave",    "strictatime", "suid",        "sync",
-    "tmpcopyup",  "unbindable",  NULL,
+    "async",         "atime",       "bind",        "defaults",   "dev",       "diratime",
+    "dirsync",       "exec",        "idmap",       "lazytime",   "loud",      "mand",
+    "noatime",       "nodev",       "nodiratime",  "noexec",     "nomand",    "norelatime",
+    "nostrictatime", "nosuid",      "nosymfollow", "private",    "rbind",     "relatime",
+    "remount",       "ridmap",      "ro",          "rprivate",   "rro",       "rshared",
+    "rslave",        "runbindable", "rw",          "shared",     "silent",    "slave",
+    "strictatime",   "suid",        "sync",        "tmpcopyup",  "unbindable", NULL,
 };
 
 static const struct mount_option *find_option(const char *name) {
@@ -88,7 +89,7 @@ static const struct mount_option *find_option(const char *name) {
 
 void spec_mount_decode_options(struct spec_mount *m) {
   m->flags = m->clear_flags = m->propagation = 0;
-  m->recursive_readonly = m->idmap = m->tmpcopyup = false;
+  m->recursive_readonly = m->idmap = m->idmap_recursive = m->tmpcopyup = false;
   free(m->data);
   m->data = NULL;
 
@@ -123,7 +124,10 @@ void spec_mount_decode_options(struct spec_mount *m) {
       break;
     case OPT_PROPAGATION: m->propagation = o->flag; break;
     case OPT_RRO: m->recursive_readonly = true; break;
-    case OPT_IDMAP: m->idmap = true; break;
+    case OPT_IDMAP:
+      m->idmap = true;
+      m->idmap_recursive = o->flag != 0;
+      break;
     case OPT_TMPCOPYUP: m->tmpcopyup = true; break;
     case OPT_IGNORE: break;
     }

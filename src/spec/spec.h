@@ -45,7 +45,8 @@ struct spec_mount {
   unsigned long clear_flags;       /* MS_* the options explicitly clear (rw, suid, dev, exec, …) */
   unsigned long propagation;       /* MS_SHARED/MS_SLAVE/MS_PRIVATE/MS_UNBINDABLE (| MS_REC) or 0 */
   bool recursive_readonly;         /* "rro" */
-  bool idmap;                      /* "idmap"/"ridmap" (refused for now with a clear error) */
+  bool idmap;                      /* "idmap"/"ridmap": an idmapped mount (runtime/userns_setup.h) */
+  bool idmap_recursive;            /* "ridmap": the submounts of an rbind idmapped too (runc) */
   bool tmpcopyup;                  /* "tmpcopyup": a tmpfs gets the content of the directory it covers */
   char *data;                      /* unknown options joined by ',' for mount(2) data, or NULL */
   struct spec_id_mapping *uid_mappings, *gid_mappings;
@@ -315,6 +316,13 @@ struct spec_linux {
   struct spec_strv readonly_paths;
   char *mount_label;
   struct spec_personality personality;
+  /* Not from JSON: the user namespace's mappings are the runtime's to choose (set by policy/'s
+   * mcp profiles, and by the runtime for a non-root caller): a host range allocated per
+   * container when root (runtime/idrange.h), the caller's own ids otherwise. */
+  bool userns_auto;
+  /* Not from JSON (policy/): a root runtime creates the config's own user namespace from the
+   * host uid its container root maps to, not as root (per-uid budgets, linux/userns.h). */
+  bool userns_create_as_mapped_root;
 };
 
 /* Set by policy/ (a hardening profile), never from JSON: checks the runtime makes where only the

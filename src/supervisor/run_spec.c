@@ -297,7 +297,10 @@ int run_spec_check_process(const struct spec *s, const struct run_options *o, co
 
 /* --mount SRC:DST:cow: the profile judged a read-only bind of SRC; the container gets instead an
  * overlay of SRC with a throwaway upper layer in the scratch tmpfs, so it may write there (a
- * package manager's cache that must be writable to be read: npm's) and SRC never changes. */
+ * package manager's cache that must be writable to be read: npm's) and SRC never changes. The
+ * overlay is a mount of the config, not one made here and bound: under a user namespace its
+ * layers are idmapped and the container assembles it (runtime/userns_setup.h), so the files are
+ * its root's (an overlay mount itself cannot be idmapped). */
 int run_spec_cow_mounts(struct spec *s, const struct run_options *o, struct cleanup_plan *plan,
                         struct cm_error **err) {
   for (size_t i = 0; i < o->mounts.count; i++) {
@@ -322,18 +325,32 @@ int run_spec_cow_mounts(struct spec *s, const struct run_options *o, struct clea
         m = &s->mounts[k];
     if (m == NULL)
       continue; /* the profile removed it */
-    char name[32], merged[PATH_MAX];
+    char name[32], upper[PATH_MAX], work[PATH_MAX], data[3 * PATH_MAX + 64];
     snprintf(name, sizeof(name), "cow-%zu", i);
-    if (scratch_overlay(plan, name, real, merged, sizeof(merged), err) < 0)
+    if (scratch_layers(plan, name, upper, work, sizeof(upper), err) < 0 ||
+        scratch_overlay_data(real, upper, work, data, sizeof(data), err) < 0)
       return cm_error_prefix(err, "--mount %s", arg);
+    free(m->type);
+    m->type = xstrdup("overlay");
     free(m->source);
-    m->source = xstrdup(merged);
-    for (size_t k = 0; k < m->options.count; k++)
-      if (strcmp(m->options.items[k], "ro") == 0) {
-        free(m->options.items[k]);
-        m->options.items[k] = xstrdup("rw");
-      }
+    m->source = xstrdup("overlay");
+    struct spec_strv kept = {0};
+    for (size_t k = 0; k < m->options.count; k++) {
+      const char *opt = m->options.items[k];
+      if (strcmp(opt, "rbind") != 0 && strcmp(opt, "bind") != 0 && strcmp(opt, "ro") != 0)
+        spec_strv_push(&kept, opt);
+    }
+    spec_strv_free(&m->options);
+    m->options = kept;
+    char *opt = data;
+    for (char *comma; (comma = strchr(opt, ',')) != NULL; opt = comma + 1) {
+      *comma = '\0';
+      spec_strv_push(&m->options, opt);
+    }
+    spec_strv_push(&m->options, opt);
     spec_mount_decode_options(m);
+    /* The profile judged SRC; the other layers are the scratch space's. */
+    m->trusted = true;
   }
   return 0;
 }

@@ -19,6 +19,7 @@
 
 #include "linux/selfclone.h"
 #include "policy/profile.h"
+#include "runtime/rootless.h"
 #include "runtime/state.h"
 #include "supervisor/egress_setup.h"
 #include "supervisor/supervisor.h"
@@ -60,6 +61,18 @@ int supervisor_run_standalone(struct run_options *o) {
   if (o->id == NULL) {
     snprintf(id_buf, sizeof(id_buf), "codemode-run-%d", (int)getpid());
     o->id = id_buf;
+  }
+  cleanup_free char *rootless_root = NULL;
+  if (o->root == NULL) {
+    /* Not root: the user's own state directory (runtime/rootless.h). */
+    if (geteuid() == 0) {
+      o->root = "/run/codemode";
+    } else {
+      rootless_root = rootless_state_root(&err);
+      if (rootless_root == NULL)
+        return fail(err);
+      o->root = rootless_root;
+    }
   }
   struct runtime_context ctx = {.root = o->root, .cgroup_manager = CGROUP_MANAGER_CGROUPFS};
   struct cleanup_plan plan = {.watcher_fd = -1, .watcher_pid = -1};
@@ -156,6 +169,12 @@ int supervisor_run_standalone(struct run_options *o) {
       printf("%s\n", landlock.lines[i]);
     policy_report_free(&landlock);
     run_observe_explain(observe, o);
+    if (geteuid() != 0) {
+      char line[1024];
+      if (rootless_cgroup_explain(&ctx, s, o->id, line, sizeof(line), &err) < 0)
+        goto out_err;
+      printf("%s\n", line);
+    }
     rc = 0;
     goto out;
   }

@@ -86,10 +86,16 @@ int watcher_start(const struct runtime_context *ctx, const char *id, pid_t *pid)
 
 /* scratch.c: one tmpfs in a private mount namespace of ours for what a run throws away; made
  * on first use (plan->ephemeral_dir). scratch_overlay: an overlay of lower with an upper layer
- * there, mounted at merged (size bytes of buffer), under scratch/<name>. */
+ * there, mounted at merged (size bytes of buffer), under scratch/<name>. scratch_layers: only
+ * the upper and work directories under scratch/<name>; scratch_overlay_data: overlay's mount
+ * data for those layers (lower refused if overlay would misread it). */
 const char *scratch_dir(struct cleanup_plan *plan, struct cm_error **err);
 int scratch_overlay(struct cleanup_plan *plan, const char *name, const char *lower, char *merged, size_t size,
                     struct cm_error **err);
+int scratch_layers(struct cleanup_plan *plan, const char *name, char *upper, char *work, size_t size,
+                   struct cm_error **err);
+int scratch_overlay_data(const char *lower, const char *upper, const char *work, char *data, size_t size,
+                         struct cm_error **err);
 
 /* run_spec.c: the command line applied to the config, before the profile tightens it. */
 /* A bundle in /tmp with the default config whose rootfs is dir (flag names it in errors). */
@@ -103,7 +109,8 @@ int run_spec_check_process(const struct spec *s, const struct run_options *o, co
                            struct cm_error **err);
 /* Prefix err with the --mount or --state flag that made the mounts[N] it names, if any. */
 void run_spec_name_mount_flag(const struct spec *s, const struct run_options *o, struct cm_error *err);
-/* After the profile: each --mount SRC:DST:cow becomes an overlay of SRC with a throwaway upper. */
+/* After the profile: each --mount SRC:DST:cow becomes an overlay mount of SRC with a throwaway
+ * upper layer, mounted by the container (in its user namespace under mcp, over idmapped layers). */
 int run_spec_cow_mounts(struct spec *s, const struct run_options *o, struct cleanup_plan *plan,
                         struct cm_error **err);
 /* --ephemeral: the root becomes an overlay with a throwaway tmpfs upper layer. */

@@ -24,6 +24,9 @@ enum sync_msg_type {
                            * value = role | port << 8 */
   SYNC_MOUNT_SOURCES,     /* stage1 → parent: open my bind sources; parent → stage1: all sent */
   SYNC_MOUNT_SOURCE,      /* parent → stage1: value = index in mounts[], the source's O_PATH fd */
+  SYNC_MOUNT_FD,          /* parent → stage1: a detached (idmapped) mount for mounts[value], or
+                           * for the rootfs when value is -1 (runtime/userns_setup.h) */
+  SYNC_MOUNTS_DONE,       /* parent → stage1: no more SYNC_MOUNT_FD */
   SYNC_LISTENER_READY,    /* last steps → parent, a plain write(2): the supervisor's seccomp
                            * listener is loaded (linux/seccomp_listener.h); the parent takes it */
   SYNC_LISTENER_TAKEN     /* parent → last steps: the supervisor has it (a plain read(2)) */

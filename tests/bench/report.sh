@@ -24,6 +24,8 @@ keys="run"
 [ "$has_codemode" = 1 ] && keys+=" run_landlock"
 keys+=" csd exec"
 [ "$has_codemode" = 1 ] && keys+=" oneshot oneshot_mcp"
+keys+=" rootless"
+[ "$has_codemode" = 1 ] && keys+=" mcp_base mcp"
 keys+=" rss"
 for n in $scale; do keys+=" create$n"; done
 
@@ -35,6 +37,9 @@ label() {
     exec) echo 'exec /bin/true (container running)' ;;
     oneshot) echo 'codemode-run --profile default (others: their `run`)' ;;
     oneshot_mcp) echo 'codemode-run, profile mcp (others: their `run`)' ;;
+    rootless) echo 'rootless run /bin/true (as uid 65534, `runc spec --rootless`)' ;;
+    mcp_base) echo 'run /bin/true, hybrid cgroups (the mcp row'"'"'s base)' ;;
+    mcp) echo 'run --profile mcp (others: its resulting config)' ;;
     rss) echo 'peak RSS of `run`' ;;
     create*) echo "create, ${1#create} running" ;;
   esac
@@ -69,7 +74,7 @@ cell() {
         else printf "%.2f ms ±%.2f (%.2f–%.2f)", $4, $5, $6, $7
       }' "$tsv"
       ;;
-    na) case $key in oneshot*) echo 'see run' ;; *) echo '—' ;; esac ;;
+    na) case $key in oneshot* | mcp_base) echo 'see run' ;; *) echo '—' ;; esac ;;
     skip | fail) field "$key" "$rt" 8 ;;
     *) echo 'not measured' ;;
   esac
@@ -78,7 +83,7 @@ cell() {
 # median KEY RUNTIME: the median when measured (for oneshot, crun/runc fall back to their run).
 median() {
   local key=$1 rt=$2
-  case $key in oneshot*) [ "$rt" != codemode ] && key=run ;; esac
+  case $key in oneshot*) [ "$rt" != codemode ] && key=run ;; mcp_base) [ "$rt" != codemode ] && return 0 ;; esac
   if [ "$(field "$key" "$rt" 3)" = ok ]; then field "$key" "$rt" 4; fi
 }
 
@@ -145,6 +150,12 @@ ratio() {
     else
       echo "."
     fi
+  fi
+  # Issue 21's goal: what the mcp profile adds to codemode's own run (same bundle, same namespace).
+  base=$(field mcp_base codemode 4) prof=$(field mcp codemode 4)
+  if [ "$(field mcp_base codemode 3)" = ok ] && [ "$(field mcp codemode 3)" = ok ]; then
+    echo
+    awk -v a="$prof" -v b="$base" 'BEGIN { printf "The mcp profile adds %.2f ms to codemode'"'"'s run (%.2f → %.2f ms median; goal: at most 1 ms).\n", a - b, b, a }'
   fi
 } >"$md"
 

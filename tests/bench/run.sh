@@ -39,7 +39,7 @@ if [ -z "${BENCH_IN_NS:-}" ]; then
   [ "$(id -u)" -eq 0 ] || bench_die "run as root (containers need it)"
   rt_ensure_packages hyperfine gnuplot-nox time jq busybox-static
 fi
-bench_enter_cgroup2 "$self" "$@"
+BENCH_WANT_HOLDER=1 bench_enter_cgroup2 "$self" "$@"
 
 runs=${BENCH_RUNS:-50}
 [[ $runs =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_RUNS=$runs: want a positive number"
@@ -75,6 +75,8 @@ cleanup() {
     bench_cleanup_runtime "$name" "$work/state/$name"
   done
   bench_sweep_cgroups "$prefix"
+  mcp_cleanup
+  umount -l "$work/rlstate" 2>/dev/null
   left=$(printf '%s\n%s\n' "$left" "$(bench_leftovers "$prefix")" | sed '/^$/d')
   bench_state_tmpfs_release "$work/state"
   if [ -n "$left" ]; then
@@ -124,8 +126,8 @@ hf() {
     json=$work/raw/$key-$name.round$round.json
   fi
   # A hung runtime must not hang the bench: bound the whole hyperfine call.
-  if ! timeout -k 5 $((limit * (n + warmup) + 30)) hyperfine --runs "$n" --warmup "$warmup" --style "$hf_style" --export-json "$json" \
-    --command-name "$name $key" "$@" 2>>"$errlog"; then
+  if ! timeout -k 5 $((limit * (n + warmup) + 30)) "${WRAP[@]}" hyperfine --runs "$n" --warmup "$warmup" --style "$hf_style" --export-json "$json" \
+    --command-name "$name $key" "$@" 2>>"$errlog" 9>&-; then
     # hyperfine hides the command's stderr: run it once more so the table shows the cause.
     once sh -c "${!#}" || true
     fail "$key" "$name" "$key"
@@ -155,8 +157,13 @@ pool() {
 # once COMMAND...: run COMMAND once, quietly, killed after $limit s; stderr to the error log.
 # timeout(1) signals its whole process group, so a hung runtime's helpers go too.
 once() {
-  timeout -k 5 "$limit" "$@" </dev/null >/dev/null 2>>"$errlog"
+  timeout -k 5 "$limit" "${WRAP[@]}" "$@" </dev/null >/dev/null 2>>"$errlog" 9>&-
 }
+# WRAP: what runs hyperfine (and once) for the current measurement: nothing, setpriv to the
+# rootless user, or nsenter into the hybrid-cgroup namespace (measure_mcp). fd 9 (the holder's
+# pipe) is closed for them: a container must not keep the holder alive.
+
+WRAP=()
 
 # Measure a snapshot of codemode: others may rebuild build/codemode while the bench runs.
 mkdir -p "$work/bin"
@@ -320,6 +327,129 @@ measure_create_at() {
   once "${RT[@]}" delete --force "$probe" || true
 }
 
+# --- rootless (issue 15): run /bin/true as an unprivileged user --------------------------------
+# The same bundle for every runtime, from `runc spec --rootless` (user namespace mapping only that
+# user, no network namespace, the host's /sys bound); nobody (65534) runs it, from its own state
+# dirs on a tmpfs. codemode finds no cgroup to use here and none is asked for (no warning).
+rl_uid=65534
+rootless_setup() {
+  mkdir -p "$work/rl" "$work/rlstate"
+  chmod 0755 "$work" "$work/rl"
+  mount -t tmpfs -o mode=0755,size=16m bench-rlstate "$work/rlstate" || return 1
+  # hyperfine itself runs as that user, and writes its results here.
+  chmod 1777 "$work/raw"
+  chown "$rl_uid" "$work/rl"
+  (cd "$work/rl" && setpriv --reuid=$rl_uid --regid=$rl_uid --clear-groups runc spec --rootless) || return 1
+  jq --arg root "$true_bundle/rootfs" '.ociVersion = "1.0.2" | .process.terminal = false | .process.args = ["/bin/true"]
+    | .root.path = $root' "$work/rl/config.json" >"$work/rl/c" && mv "$work/rl/c" "$work/rl/config.json"
+  chmod 0644 "$work/rl/config.json"
+}
+rootless_ready=
+measure_rootless() {
+  local name=$1 id=${prefix}rl bin st=$work/rlstate/$1
+  if [ -z "$rootless_ready" ]; then
+    rootless_setup 2>>"$errlog" && rootless_ready=1 || rootless_ready=no
+  fi
+  if [ "$rootless_ready" != 1 ] || ! command -v setpriv >/dev/null; then
+    record rootless "$name" skip - - - - "no rootless setup (runc spec --rootless, setpriv)"
+    return
+  fi
+  bin=${RT[0]}
+  mkdir -p "$st"
+  chown "$rl_uid" "$st"
+  WRAP=(setpriv --reuid=$rl_uid --regid=$rl_uid --clear-groups env -i PATH=/usr/bin:/bin HOME=/nonexistent)
+  if ! once "$bin" --root "$st" run --bundle "$work/rl" "$id"; then
+    fail rootless "$name" "rootless run"
+  else
+    hf rootless "$name" -N "$(q "$bin" --root "$st" run --bundle "$work/rl" "$id")" || true
+  fi
+  WRAP=()
+}
+
+# --- the mcp profile's cost (issue 21): codemode --profile mcp run, against codemode run of the
+# same bundle and crun/runc running the profile's resulting config -----------------------------
+# The profile's limits need the memory, pids and cpu controllers, which on a hybrid host live in
+# its cgroup v1 hierarchies, not in this namespace's cgroup2 view: these runs happen in a second
+# private namespace made from the host's own (the holder), with its own tmpfs for the state.
+# crun refuses a hybrid host outright, so it has no mcp row there. The resulting config, for
+# runc and crun: the profile's changes (policy explain lists them) done in jq: new user (the first
+# range codemode's pool would give: files are nobody's, /bin/true still runs), cgroup and network
+# namespaces, no capabilities, no_new_privs, oomScoreAdj 1000, RLIMIT_NOFILE 1024/4096 and
+# RLIMIT_CORE 0, read-only root, a 64 MiB /tmp, 512 MiB / 256 pids / 1 CPU, deny-all devices, and
+# seccomp-profiles/mcp.json as the one filter (codemode stacks it on the config's, which has none).
+holder=
+mcp_setup() {
+  local conv
+  conv='{defaultAction, defaultErrnoRet, architectures: ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+    syscalls: [.syscalls[] | select((.includes.caps // []) | length == 0)
+      | select((.includes.arches // ["amd64"]) | index("amd64"))
+      | {names, action} + (if .errnoRet then {errnoRet} else {} end) + (if .args then {args} else {} end)]}'
+  mkdir -p "$work/mcpcfg" "$work/hstate"
+  jq --slurpfile sc <(jq "$conv" "$bench_top/seccomp-profiles/mcp.json") --arg root "$true_bundle/rootfs" '
+    .root = {path: $root, readonly: true}
+    | .linux.namespaces = [{type: "pid"}, {type: "network"}, {type: "ipc"}, {type: "uts"}, {type: "mount"},
+                           {type: "cgroup"}, {type: "user"}]
+    | .linux.uidMappings = [{containerID: 0, hostID: 2147483648, size: 65536}]
+    | .linux.gidMappings = [{containerID: 0, hostID: 2147483648, size: 65536}]
+    | .process.capabilities = {bounding: [], effective: [], inheritable: [], permitted: [], ambient: []}
+    | .process.noNewPrivileges = true | .process.oomScoreAdj = 1000
+    | .process.rlimits = [{type: "RLIMIT_NOFILE", soft: 1024, hard: 4096}, {type: "RLIMIT_CORE", soft: 0, hard: 0}]
+    | .mounts += [{destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777", "size=64m"]}]
+    | .linux.resources = {devices: [{allow: false, access: "rwm"}], memory: {limit: 536870912, swap: 536870912},
+                          pids: {limit: 256}, cpu: {quota: 100000, period: 100000}}
+    | .linux.seccomp = $sc[0]' "$true_bundle/config.json" >"$work/mcpcfg/config.json" || return 1
+  # The holder: a private namespace made from the host's view before we entered ours
+  # (bench_enter_cgroup2, BENCH_WANT_HOLDER).
+  holder=${BENCH_HOLDER:-}
+  [ -n "$holder" ] && [ -e "/proc/$holder/ns/mnt" ] || return 1
+  nsenter -t "$holder" -m -- mount -t tmpfs -o mode=0700,size=64m bench-hstate "$work/hstate"
+}
+mcp_ready=
+measure_mcp() {
+  local key=$1 name=$2 id=${prefix}mcp bin=${RT[0]} st=$work/hstate/$2 args=()
+  if [ -z "$mcp_ready" ]; then
+    mcp_setup 2>>"$errlog" && mcp_ready=1 || mcp_ready=no
+  fi
+  if [ "$mcp_ready" != 1 ]; then
+    record "$key" "$name" skip - - - - "no holder namespace for the hybrid cgroups"
+    return
+  fi
+  if [ "$name" != codemode ] && [ "$key" = mcp_base ]; then
+    record "$key" "$name" na - - - - ""
+    return
+  fi
+  WRAP=(nsenter -t "$holder" -m --)
+  if [ "$name" = crun ] && "${WRAP[@]}" sh -c '[ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]'; then
+    record "$key" "$name" skip - - - - "crun refuses hybrid cgroups (DESIGN.md §5)"
+    WRAP=()
+    return
+  fi
+  local bundle=$work/mcpcfg
+  if [ "$name" = codemode ]; then
+    bundle=$true_bundle
+    [ "$key" = mcp ] && args=(--profile mcp)
+  fi
+  if ! once "$bin" --root "$st" "${args[@]}" run --bundle "$bundle" "$id"; then
+    fail "$key" "$name" "run ($key)"
+  else
+    hf "$key" "$name" -N "$(q "$bin" --root "$st" "${args[@]}" run --bundle "$bundle" "$id")" || true
+  fi
+  WRAP=()
+}
+mcp_cleanup() {
+  [ -n "$holder" ] || return 0
+  local name cg
+  for name in $runtimes; do
+    bench_runtime_argv "$name" "$work/hstate/$name" 2>/dev/null || continue
+    nsenter -t "$holder" -m -- "${RT[@]}" delete --force "${prefix}mcp" >/dev/null 2>&1 || true
+  done
+  for cg in $(nsenter -t "$holder" -m -- find /sys/fs/cgroup -maxdepth 4 -type d -name "${prefix}*" 2>/dev/null); do
+    nsenter -t "$holder" -m -- rmdir "$cg" 2>/dev/null || bench_log "warning: could not remove $cg (hybrid view)"
+  done
+  nsenter -t "$holder" -m -- umount -l "$work/hstate" 2>/dev/null || true
+  holder=
+}
+
 # use_runtime NAME: point RT and errlog at NAME's binary, state dir and (emptied) error log.
 use_runtime() {
   errlog=$work/errors-$1.log
@@ -331,7 +461,7 @@ declare -A usable=() running=()
 for name in $runtimes; do
   if ! use_runtime "$name"; then
     bench_log "$name: not installed / not built; skipped"
-    for key in run run_landlock csd exec oneshot oneshot_mcp rss; do record "$key" "$name" skip - - - - "$name: not available"; done
+    for key in run run_landlock csd exec oneshot oneshot_mcp rootless mcp_base mcp rss; do record "$key" "$name" skip - - - - "$name: not available"; done
     for n in $scale; do record "create$n" "$name" skip - - - - "$name: not available"; done
     [ "$name" = codemode ] && failures=$((failures + 1))
     continue
@@ -344,7 +474,7 @@ done
 # Metric by metric, all runtimes back to back; the timed metrics in $rounds rounds, the runtimes
 # in turn within each: this VM's speed drifts by 15% within minutes, and a runtime measured in one
 # block would get its own share of it (the ratios moved by 0.1 between runs that way).
-for key in run run_landlock csd exec oneshot oneshot_mcp rss; do
+for key in run run_landlock csd exec oneshot oneshot_mcp rootless mcp_base mcp rss; do
   bench_log "measuring $key"
   n_rounds=$rounds
   [ "$key" != rss ] || n_rounds=1
@@ -360,7 +490,7 @@ for key in run run_landlock csd exec oneshot oneshot_mcp rss; do
         if ! measure_run "$name"; then
           # Everything else needs a working `run`; don't wait out a timeout per measurement.
           usable[$name]=
-          for k in run_landlock csd exec oneshot oneshot_mcp rss; do record "$k" "$name" skip - - - - "skipped: run fails"; done
+          for k in run_landlock csd exec oneshot oneshot_mcp rootless mcp_base mcp rss; do record "$k" "$name" skip - - - - "skipped: run fails"; done
           for n in $scale; do record "create$n" "$name" skip - - - - "skipped: run fails"; done
         fi
         ;;
@@ -368,6 +498,8 @@ for key in run run_landlock csd exec oneshot oneshot_mcp rss; do
       csd) measure_create_start_delete "$name" ;;
       exec) measure_exec "$name" ;;
       oneshot | oneshot_mcp) measure_oneshot "$name" "$key" ;;
+      rootless) measure_rootless "$name" ;;
+      mcp_base | mcp) measure_mcp "$key" "$name" ;;
       rss) measure_rss "$name" ;;
     esac
   done
@@ -403,6 +535,7 @@ for name in $runtimes; do
   done
   bench_cleanup_runtime "$name" "$work/state/$name"
 done
+mcp_cleanup
 
 mkdir -p "$results/raw"
 rm -f "$results"/raw/*.json

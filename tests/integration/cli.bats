@@ -143,19 +143,19 @@ FEATURES_1_2_SHAPE='
   echo "$output" | jq -e "$FEATURES_1_2_SHAPE"
   if codemode_part features-set; then
     local f=$output
-    # Implemented: the time namespace, every hook, rro (mount_setattr), the systemd driver
-    # (system bus), the rdma controller, AppArmor and SELinux labels, the profile annotation.
+    # Implemented: the time namespace, every hook, rro and idmapped mounts (mount_setattr), the
+    # systemd driver (system bus, and the user's manager rootless), the rdma controller, AppArmor
+    # and SELinux labels, the profile annotation.
     echo "$f" | jq -e '.linux.namespaces | index("time") and index("cgroup")'
     echo "$f" | jq -e '.hooks | length == 6'
-    echo "$f" | jq -e '.mountOptions | index("rro") and index("nosymfollow") and index("tmpcopyup")'
-    echo "$f" | jq -e '.linux.cgroup == {v1: true, v2: true, systemd: true, systemdUser: false, rdma: true}'
+    echo "$f" | jq -e '.mountOptions | index("rro") and index("nosymfollow") and index("tmpcopyup") and index("idmap") and index("ridmap")'
+    echo "$f" | jq -e '.linux.cgroup == {v1: true, v2: true, systemd: true, systemdUser: true, rdma: true}'
+    echo "$f" | jq -e '.linux.mountExtensions.idmap.enabled'
     echo "$f" | jq -e '.linux.apparmor.enabled and .linux.selinux.enabled'
     # The annotations that change codemode's behaviour (the profile, Landlock): a prefix.
     echo "$f" | jq -e '.potentiallyUnsafeConfigAnnotations == ["run.codemode."]'
-    # Not implemented, so not promised: idmap mounts are refused, Intel RDT is not applied, the
-    # systemd user manager is not used.
-    echo "$f" | jq -e '.mountOptions | (index("idmap") or index("ridmap")) | not'
-    echo "$f" | jq -e '.linux.mountExtensions.idmap.enabled == false and .linux.intelRdt.enabled == false'
+    # Not implemented, so not promised: Intel RDT is not applied.
+    echo "$f" | jq -e '.linux.intelRdt.enabled == false'
     # Every listed seccomp action and operator is one the config parser takes.
     local a
     for a in $(echo "$f" | jq -r '.linux.seccomp.actions[]'); do

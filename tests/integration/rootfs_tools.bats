@@ -306,6 +306,7 @@ PY
 }
 
 @test "docker: --image (docker save) and --container (docker export + inspect) against a private dockerd" {
+  [ "$(id -u)" -eq 0 ] || skip "a private dockerd needs root (tests/rootless runs the other makers as a user)"
   command -v dockerd >/dev/null && command -v containerd >/dev/null && command -v docker >/dev/null ||
     skip "dockerd/containerd/docker not installed (tests/docker/deps.sh installs them)"
   export CM_REPO

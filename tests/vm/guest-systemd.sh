@@ -20,3 +20,26 @@ if [ -s "$CMVM_WORK/cri-images/pause.tar" ]; then
 else
   echo "ok 1 - CRI with SystemdCgroup = true # skip the host made no CRI images (tests/cri/deps.sh)"
 fi
+
+# Rootless (issue 15): the systemd user-scope path, with a user session of a test user.
+CG=/sys/fs/cgroup
+BUNDLES=/run/cmvm-bundles
+TEMPLATE=$CMVM_WORK/bundle
+mkdir -p "$BUNDLES"
+# shellcheck source=tests/vm/guest-rootless.sh
+. "$CMVM_REPO/tests/vm/guest-rootless.sh"
+rl_user_setup
+n=0
+rl_t() {
+  local desc=$1 out
+  shift
+  n=$((n + 1))
+  if out=$("$@" 2>&1); then
+    echo "ok $n - $desc"
+  else
+    echo "not ok $n - $desc"
+    printf '%s\n' "$out" | tail -n 20 | sed 's/^/#   /'
+  fi
+}
+rl_t "rootless: policy explain names the systemd user scope" rl_explain_systemd
+rl_t "rootless: a user session's container runs in a transient scope of the user's manager, with the mcp profile's limits" rl_systemd_scope

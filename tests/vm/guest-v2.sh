@@ -358,6 +358,43 @@ own_cgroup_view() {
 t "cgroup mount without a cgroup namespace: own directory only, host's nsdelegate kept" own_cgroup_view
 cleanup_container cgview
 
+# --- rootless (issue 15): an unprivileged user with a cgroup v2 subtree delegated to it, as
+# systemd delegates user@UID.service: its containers' limits are enforced in their own cgroup.
+# The user exists in this VM's overlay only.
+. "$CMVM_REPO/tests/vm/guest-rootless.sh"
+rl_user_setup
+rl_delegated() {
+  local d=$CG/cmvm-rl out
+  # What the delegated subtree may hand down (the root's own subtree_control is root's to set).
+  echo "+memory +pids +cpu" >$CG/cgroup.subtree_control
+  mkdir -p "$d/shell"
+  chown "$RL_UID:$RL_UID" "$d" "$d/cgroup.procs" "$d/cgroup.subtree_control" "$d/cgroup.threads" "$d/shell" \
+    "$d/shell/cgroup.procs"
+  # stdout is the container's; stderr codemode-run's (the profile's limits, one line each).
+  out=$(
+    echo $BASHPID >"$d/shell/cgroup.procs"
+    rl_as "$CODEMODE_RUN" --root /run/cmvm-rl/state --id rl1 --rootfs "$TEMPLATE/rootfs" -- \
+      sh -c 'cat /proc/self/uid_map; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max' \
+      2>/run/cmvm-rl/err
+  )
+  echo "$out"
+  cat /run/cmvm-rl/err
+  ! grep -q warning /run/cmvm-rl/err || return 1
+  [ "$(sed -n 2p <<<"$out")" = 536870912 ] && [ "$(sed -n 3p <<<"$out")" = 256 ] &&
+    [ "$(sed -n 4p <<<"$out")" = "100000 100000" ] || return 1
+  # Gone after the run, the delegated subtree as it was.
+  [ -z "$(find "$d" -mindepth 1 -type d ! -path "$d/shell")" ] || { find "$d"; return 1; }
+  rmdir "$d/shell" "$d"
+}
+t "rootless: under a delegated cgroup v2 subtree the mcp profile's memory, pids and cpu limits apply" rl_delegated
+if [ -e /proc/sys/kernel/apparmor_restrict_unprivileged_userns ]; then
+  t "rootless: AppArmor's user namespace restriction is detected with the fix, and the shipped profile lifts it" rl_apparmor
+else
+  # Debian 12's kernel (6.1) has no AppArmor user namespace mediation (Linux 6.7, Ubuntu's
+  # kernels): nothing to restrict here. tests/unit/test_linux_userns.c checks the detection.
+  echo "ok $((T += 1)) - rootless: AppArmor's user namespace restriction is detected # skip this kernel ($(uname -r)) has no AppArmor user namespace mediation"
+fi
+
 t "delete leaves no cgroup and no state behind" nothing_left
 rmdir $CG/cmvm 2>/dev/null
 echo "# $T tests, $FAILED failed"

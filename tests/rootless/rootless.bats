@@ -1,0 +1,299 @@
+#!/usr/bin/env bats
+# codemode and codemode-run as an unprivileged user (tests/rootless/run.sh runs this file as its
+# test user, without and with /etc/subuid ranges, and under a delegated cgroup v2 subtree).
+#   CM_ROOTLESS_SUBUID=1   /etc/subuid and /etc/subgid give the user 100000:65536
+#   CM_ROOTLESS_DELEGATED  the delegated cgroup v2 directory our cgroup sits in (pass 3)
+
+load ../lib/helpers
+
+MARKER=.codemode-rootless-test-marker
+
+setup_file() {
+  [ "$(id -u)" -ne 0 ] || {
+    echo "tests/rootless/rootless.bats runs as an unprivileged user (tests/rootless/run.sh)" >&2
+    return 1
+  }
+  cm_setup_file
+  export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
+}
+
+setup() {
+  cm_setup
+  : >"$BUNDLE/rootfs/$MARKER"
+}
+
+# run_user_cmd: codemode-run under the default (mcp) profile with this test's state dir.
+cmrun() {
+  timeout --kill-after=5 "$CM_TIMEOUT" "$CODEMODE_RUN" --root "$ROOT" --id "$CID" "$@"
+}
+
+map_of() { # map_of uid|gid: the container's /proc/self/{uid,gid}_map, one line per mapping
+  set_args cat "/proc/self/$1_map"
+  run_cm run -b "$BUNDLE" "$CID"
+}
+
+@test "rootless run: the caller's uid and gid are the container's root" {
+  set_args sh -c 'id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 0 ]
+  [ "${lines[1]}" = 0 ]
+  [[ "$stdout" =~ 0[[:space:]]+$(id -u)[[:space:]]+1 ]]
+  [[ "$stdout" =~ 0[[:space:]]+$(id -g)[[:space:]]+1 ]]
+  if [ "${CM_ROOTLESS_SUBUID:-0}" = 1 ]; then
+    # newuidmap/newgidmap mapped the subordinate range as ids 1-65536.
+    [[ "$stdout" =~ 1[[:space:]]+100000[[:space:]]+65536 ]]
+  else
+    [ "$(grep -c . <<<"$stdout")" -eq 4 ]
+  fi
+}
+
+@test "rootless: a process as container uid 1000 runs as the mapped host id, with its groups" {
+  [ "${CM_ROOTLESS_SUBUID:-0}" = 1 ] || skip "needs /etc/subuid ranges (pass 2)"
+  set_cfg '.process.user = {uid: 1000, gid: 1000, additionalGids: [5]}'
+  set_args sh -c 'id -u; id -g; id -G; sleep 5'
+  cm run --detach -b "$BUNDLE" "$CID" </dev/null >/dev/null 2>&1
+  local pid
+  pid=$(state_field "$CID" pid)
+  # On the host the process is subordinate id 100000 + 999.
+  [ "$(awk '/^Uid:/ { print $2 }' "/proc/$pid/status")" = 100999 ]
+  [ "$(awk '/^Gid:/ { print $2 }' "/proc/$pid/status")" = 100999 ]
+  # setgroups is allowed with newgidmap: the supplementary group is there.
+  grep -q '^Groups:.*100004' "/proc/$pid/status"
+  cm kill "$CID" KILL
+}
+
+@test "rootless: additionalGids without a subordinate range is refused with the reason" {
+  [ "${CM_ROOTLESS_SUBUID:-0}" = 0 ] || skip "without /etc/subuid ranges only (pass 1)"
+  set_cfg '.process.user.additionalGids = [0]'
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ "$stderr" == *"setgroups is denied"* ]]
+}
+
+@test "rootless: state goes to \$XDG_RUNTIME_DIR/codemode, 0700, when --root is not given" {
+  [ -n "${XDG_RUNTIME_DIR:-}" ]
+  set_args true
+  run timeout 30 "$CODEMODE" run -b "$BUNDLE" "$CID" </dev/null
+  [ "$status" -eq 0 ]
+  [ -d "$XDG_RUNTIME_DIR/codemode" ]
+  [ "$(stat -c %a "$XDG_RUNTIME_DIR/codemode")" = 700 ]
+  # Deleted by run: nothing of it is left.
+  [ -z "$(ls -A "$XDG_RUNTIME_DIR/codemode")" ]
+}
+
+@test "rootless lifecycle: create, start, exec, ps, kill, delete, state, list as the same user" {
+  set_args sleep 60
+  run_cm create -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$(state_field "$CID" status)" = created ]
+  # An exec before start is refused clearly: init is still closed to us (CVE-2019-5736).
+  run_cm exec "$CID" true
+  [ "$status" -ne 0 ]
+  [[ "$stderr" == *"start the container first"* ]]
+  cm start "$CID"
+  wait_status "$CID" running
+  run_cm exec "$CID" sh -c 'cat /proc/self/uid_map; echo $$'
+  [ "$status" -eq 0 ]
+  [[ "$stdout" =~ 0[[:space:]]+$(id -u)[[:space:]]+1 ]]
+  run_cm exec --detach "$CID" sleep 50
+  [ "$status" -eq 0 ]
+  run_cm ps --format json "$CID"
+  [ "$status" -eq 0 ]
+  # Without a cgroup ps lists the container's pid namespace: init and the detached exec.
+  [ "$(jq length <<<"$stdout")" -ge 2 ]
+  jq -e --argjson p "$(state_field "$CID" pid)" 'index($p) != null' <<<"$stdout"
+  run_cm list
+  [[ "$stdout" == *"$CID"* ]]
+  run_cm kill --all "$CID" KILL
+  [ "$status" -eq 0 ]
+  wait_status "$CID" stopped
+  run_cm delete "$CID"
+  [ "$status" -eq 0 ]
+  [ ! -e "$ROOT/$CID" ]
+}
+
+@test "rootless: pause without a cgroup is a clear error naming the fix" {
+  [ -z "${CM_ROOTLESS_DELEGATED:-}" ] || skip "pass 3 has a cgroup"
+  set_args sleep 30
+  cm run --detach -b "$BUNDLE" "$CID" </dev/null >/dev/null 2>&1
+  run_cm pause "$CID"
+  [ "$status" -ne 0 ]
+  [[ "$stderr" == *"has no cgroup, which pause"* ]]
+  [[ "$stderr" == *"delegated"* ]]
+  cm kill "$CID" KILL
+}
+
+@test "rootless: \`codemode spec --rootless\` writes a config that runs, also under codemode-run's mcp profile" {
+  rm "$BUNDLE/config.json"
+  cm spec --rootless -b "$BUNDLE"
+  bundle_set_terminal "$BUNDLE" false
+  set_args sh -c 'cat /proc/self/uid_map; grep " /sys " /proc/self/mounts'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$stdout" == *" /sys "* ]]
+  for profile in default mcp-audit mcp; do
+    run cmrun --profile "$profile" "$BUNDLE" </dev/null
+    echo "# $profile: $output" >&3
+    [ "$status" -eq 0 ]
+  done
+  # Under mcp the host /sys bind becomes the container's own read-only sysfs.
+  run cmrun --profile mcp --explain "$BUNDLE"
+  [[ "$output" == *"/sys: the bind of the host's /sys becomes a fresh read-only sysfs"* ]]
+}
+
+@test "rootless codemode-run --profile mcp: no caps, no_new_privs, seccomp, only lo, read-only root" {
+  set_args sh -c 'grep -E "^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp|Seccomp_filters):" /proc/self/status;
+    ls /sys/class/net; touch /x 2>&1 || echo RO'
+  run cmrun "$BUNDLE" </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"CapEff:	0000000000000000"* ]]
+  [[ "$output" == *"CapPrm:	0000000000000000"* ]]
+  [[ "$output" == *"CapBnd:	0000000000000000"* ]]
+  [[ "$output" == *"NoNewPrivs:	1"* ]]
+  [[ "$output" == *"Seccomp:	2"* ]]
+  [ "$(awk '/^Seccomp_filters:/ { print $2 }' <<<"$output")" -ge 1 ]
+  [ "$(grep -cx lo <<<"$output")" -eq 1 ]
+  [ "$(grep -c -E '^(eth|ens|enp|wl|docker|br-)' <<<"$output")" -eq 0 ]
+  [[ "$output" == *"Read-only file system"* ]]
+}
+
+@test "rootless without a cgroup: one warning naming what is not enforced, and rlimits stop a fork bomb" {
+  [ -z "${CM_ROOTLESS_DELEGATED:-}" ] || skip "pass 3 has a cgroup"
+  # The payload refuses to run outside its test bundle (the marker).
+  cat >"$BUNDLE/rootfs/forkbomb" <<EOF
+#!/bin/sh
+[ -e /$MARKER ] || { echo refusing: not the test bundle; exit 2; }
+# A failed fork ends a non-interactive shell: the bomb runs in a subshell, and the count after it
+# needs no fork (a glob).
+( i=0; while [ \$i -lt 600 ]; do sleep 20 & i=\$((i + 1)); done ) 2>/dev/null
+set -- /proc/[0-9]*
+echo "running: \$#"
+EOF
+  chmod 755 "$BUNDLE/rootfs/forkbomb"
+  run cmrun --timeout 60 "$BUNDLE" -- /forkbomb </dev/null
+  echo "# status $status: $output" >&3
+  [ "$status" -eq 0 ]
+  # The warning: once, naming the limits that are not enforced and the fallback.
+  [ "$(grep -c 'warning' <<<"$output")" -eq 1 ]
+  [[ "$output" == *"memory, pids and cpu limits are not enforced"* ]]
+  [[ "$output" == *"RLIMIT_NPROC 256"* ]]
+  # RLIMIT_NPROC (counted in the container's own user namespace) stopped it at 256 processes.
+  local running
+  running=$(sed -n 's/^running: //p' <<<"$output")
+  [ -n "$running" ]
+  [ "$running" -le 256 ]
+  [ "$running" -ge 100 ]
+  # policy explain says the same.
+  run cmrun --explain "$BUNDLE" -- /forkbomb
+  [[ "$output" == *"cgroups: none"* ]]
+  [[ "$output" == *"RLIMIT_NPROC 256"* ]]
+}
+
+@test "rootless cgroup: under a delegated cgroup v2 subtree the container gets its own cgroup there" {
+  [ -n "${CM_ROOTLESS_DELEGATED:-}" ] || skip "pass 3 only (a delegated cgroup v2 subtree)"
+  set_args sleep 30
+  run_cm run --detach -b "$BUNDLE" "$CID"
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$stderr" != *warning* ]]
+  local pid dir
+  pid=$(state_field "$CID" pid)
+  dir=$CM_ROOTLESS_DELEGATED/codemode-$CID
+  [ -d "$dir" ]
+  grep -qx "$pid" "$dir/cgroup.procs"
+  [ "$(sed -n 's/^0:://p' "/proc/$pid/cgroup")" = "${dir#/sys/fs/cgroup}" ]
+  # pause works: the v2 freezer of our own cgroup.
+  cm pause "$CID"
+  [ "$(state_field "$CID" status)" = paused ]
+  cm resume "$CID"
+  cm delete --force "$CID"
+  [ ! -d "$dir" ]
+}
+
+@test "rootless cgroup: policy explain names the delegated cgroup" {
+  [ -n "${CM_ROOTLESS_DELEGATED:-}" ] || skip "pass 3 only (a delegated cgroup v2 subtree)"
+  run cm policy explain -b "$BUNDLE"
+  echo "$output" >&3
+  [[ "$output" == *"cgroups: $CM_ROOTLESS_DELEGATED"* || "$output" == *"cgroups: ${CM_ROOTLESS_DELEGATED#/sys/fs/cgroup}"* ]]
+}
+
+@test "rootless CVE-2019-5736: an entrypoint '#!/proc/self/exe' runs the sealed trampoline, not the user's own runtime binary" {
+  # The runtime under test is a copy this user owns (writable, as a rootless install is): were
+  # /proc/self/exe the runtime at the entrypoint's execve, the container (whose root is this
+  # user) could rewrite it. The trampoline runs the interpreter's argument as a program instead.
+  cp "$CODEMODE" "$TEST_DIR/codemode-copy"
+  local sum
+  sum=$(sha256sum <"$TEST_DIR/codemode-copy")
+  printf '#!/proc/self/exe --log=/logfifo\n' >"$BUNDLE/rootfs/evil"
+  chmod 755 "$BUNDLE/rootfs/evil"
+  set_args /evil
+  run timeout 30 "$TEST_DIR/codemode-copy" --root "$ROOT" run -b "$BUNDLE" "$CID" </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 127 ]
+  [[ "$output" == *"codemode: exec --log=/logfifo: no such file or directory (ENOENT)"* ]]
+  [ "$(sha256sum <"$TEST_DIR/codemode-copy")" = "$sum" ]
+}
+
+@test "rootless CVE-2019-5736: the runtime's processes are non-dumpable (their /proc/PID/exe is closed)" {
+  set_args sleep 30
+  run_cm create -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  local pid
+  pid=$(state_field "$CID" pid)
+  # Init still runs the runtime binary, waiting for start, as this very user: yet even we may
+  # not open its exe link, so neither may anything in the container.
+  run readlink "/proc/$pid/exe"
+  [ "$status" -ne 0 ]
+  grep -q '^Uid:' "/proc/$pid/status"
+  cm delete --force "$CID"
+}
+
+@test "rootless: a create that fails leaves nothing behind in the state dir" {
+  local before
+  # A missing program, a bind of a missing source, a mapping the user does not own.
+  set_args /no/such/program
+  run_cm create -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ "$stderr" == *"/no/such/program"* ]]
+  [ -z "$(ls -A "$ROOT")" ]
+  set_args true
+  set_cfg '.mounts += [{destination: "/data", type: "bind", source: "/no/such/dir", options: ["rbind"]}]'
+  run_cm create -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ "$stderr" == *"/no/such/dir"* ]]
+  [ -z "$(ls -A "$ROOT")" ]
+  set_cfg '.mounts |= map(select(.destination != "/data")) | .linux.namespaces += [{type: "user"}] |
+    .linux.uidMappings = [{containerID: 0, hostID: 0, size: 1}] | .linux.gidMappings = [{containerID: 0, hostID: 0, size: 1}]'
+  run_cm create -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ "$stderr" == *"newuidmap"* || "$stderr" == *"uid_map"* ]]
+  [ -z "$(ls -A "$ROOT")" ]
+  # And no process of it survives.
+  [ -z "$(test_processes "$CM_TEST_TOKEN:$CID")" ]
+}
+
+@test "rootless: idmapped mounts are refused clearly (they need host root)" {
+  set_cfg '.mounts += [{destination: "/data", type: "bind", source: "/tmp", options: ["rbind", "idmap"]}]'
+  run_cm run -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  [[ "$stderr" == *"idmapped mount needs codemode to run as root"* ]]
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
+@test "rootless: a bundle made by root runs, its files owned by nobody inside" {
+  [ -n "${CM_ROOTLESS_ROOT_BUNDLE:-}" ] || skip "tests/rootless/run.sh makes the root-made bundle"
+  # The root-made rootfs with this test's config (root.path absolute, our args).
+  jq --arg r "$CM_ROOTLESS_ROOT_BUNDLE/rootfs" '.root.path = $r' "$BUNDLE/config.json" >"$TEST_DIR/rootmade.json"
+  cp "$TEST_DIR/rootmade.json" "$BUNDLE/config.json"
+  set_args sh -c 'stat -c %u /bin/busybox; ls /root >/dev/null 2>&1 || echo root-dir-closed; echo ran'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = 65534 ]
+  [ "${lines[1]}" = root-dir-closed ]
+  [ "${lines[2]}" = ran ]
+}

@@ -1,0 +1,197 @@
+#!/bin/bash
+# tests/rootless/run.sh — codemode and codemode-run as an unprivileged user, the way MCP clients
+# (and CI agents) run them. TAP on stdout; exit 77 with the reason when this machine cannot.
+#
+# Run as root: it makes a test user with useradd and runs the suites as that user (setpriv), all
+# inside a private mount namespace whose /etc is a tmpfs copy of the host's, so neither useradd
+# nor the /etc/subuid variants ever touch the host's files; the user is removed at the end and
+# the copy goes with the namespace. Passes:
+#   1 no subordinate ids   tests/rootless/rootless.bats, and as that user tests/security's
+#                          mcp_escape*.bats and the CVE-2019-5736 exec case (the runtime copy
+#                          under test is the user's own, writable file)
+#   2 /etc/subuid ranges   rootless.bats again (newuidmap maps 65536 ids), every rootfs-tools
+#                          bundle maker (tests/integration/rootfs_tools.bats), the real MCP SDK
+#                          client against @modelcontextprotocol/server-filesystem through
+#                          codemode-run --profile mcp (tests/mcp/run.sh, its non-Docker cases)
+#   3 delegated cgroup v2  a cgroup v2 subtree chowned to the user (the host's v2 hierarchy,
+#                          mounted at /sys/fs/cgroup in the namespace): the container's cgroup is
+#                          made there, holds its processes, and is removed at delete
+# Knobs: CM_ROOTLESS_PASSES="1 2 3" (default all), CM_TEST_FILTER (bats --filter).
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+: "${CODEMODE:=$repo/build/codemode}"
+export CODEMODE
+CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
+passes=${CM_ROOTLESS_PASSES:-1 2 3}
+
+cannot() {
+  echo "tests/rootless: $*" >&2
+  exit 77
+}
+
+if [ -z "${CM_ROOTLESS_INNER:-}" ]; then
+  [ "$(id -u)" -eq 0 ] || cannot "needs root (it creates the test user)"
+  for tool in useradd userdel setpriv unshare bats jq; do
+    command -v $tool >/dev/null || cannot "$tool is not installed"
+  done
+  command -v newuidmap >/dev/null || cannot "newuidmap is not installed (apt-get install uidmap; tests/rootless/deps.sh)"
+  [ -x "$CODEMODE" ] && [ -x "$CODEMODE_RUN" ] || { echo "tests/rootless: $CODEMODE or $CODEMODE_RUN is not built" >&2; exit 1; }
+  # Every directory above the repository must be searchable by the test user.
+  d=$repo
+  while [ "$d" != / ]; do
+    [ "$(($(stat -c %a "$d" | sed 's/^.*\(.\)$/\1/') & 1))" -eq 1 ] || cannot "$d is not searchable by other users"
+    d=$(dirname "$d")
+  done
+  exec unshare -m --propagation private env CM_ROOTLESS_INNER=1 "$0" "$@"
+fi
+
+# --- inside the private mount namespace ---------------------------------------------------------
+work=$(mktemp -d "${TMPDIR:-/tmp}/cm-rootless.XXXXXX")
+chmod 0755 "$work"
+user=cmrl$$
+cleanup() {
+  userdel "$user" >/dev/null 2>&1
+  # Files a container made under a subordinate uid are not the user's to remove.
+  rm -rf --one-file-system "$work" 2>/dev/null
+}
+trap cleanup EXIT
+
+# /etc: a copy on a tmpfs, bound over the host's in this namespace only.
+mkdir -p "$work/etc"
+mount -t tmpfs -o mode=0755 tmpfs "$work/etc" || cannot "mount a tmpfs for the /etc copy"
+cp -a /etc/. "$work/etc/" && mount --bind "$work/etc" /etc || cannot "bind the /etc copy over /etc"
+: >/etc/subuid
+: >/etc/subgid
+# No automatic subordinate ids: the passes set /etc/subuid themselves.
+useradd -M -d "$work/home" -s /bin/bash -K SUB_UID_COUNT=0 -K SUB_GID_COUNT=0 "$user" ||
+  cannot "useradd $user failed"
+uid=$(id -u "$user")
+gid=$(id -g "$user")
+mkdir -p "$work/home" "$work/xdg" "$work/tmp"
+chmod 0700 "$work/xdg"
+chown "$uid:$gid" "$work/home" "$work/xdg" "$work/tmp"
+echo "# test user $user (uid $uid), work dir $work"
+
+# as_user CMD…: CMD as the test user, with a clean environment (what an MCP client would pass).
+as_user() {
+  setpriv --reuid="$uid" --regid="$gid" --init-groups \
+    env -i HOME="$work/home" USER="$user" LOGNAME="$user" PATH=/usr/local/bin:/usr/bin:/bin \
+    XDG_RUNTIME_DIR="$work/xdg" TMPDIR="$work/tmp" CODEMODE="$CODEMODE" CODEMODE_RUN="$CODEMODE_RUN" \
+    CM_TEST_TOKEN="${CM_TEST_TOKEN:-cm-rootless-$$}" CM_RUN_TAG="${CM_RUN_TAG:-rl}" CM_TIMEOUT="${CM_TIMEOUT:-60}" \
+    CM_ROOTLESS_PASS="$pass" CM_ROOTLESS_SUBUID="$subuid" CM_HELPER_DIR="$work/helpers" \
+    CM_ROOTLESS_ROOT_BUNDLE="$CM_ROOTLESS_ROOT_BUNDLE" \
+    ${CM_EXTRA_ENV:-} "$@"
+}
+
+# run_bats LABEL FILE… [-- FILTER]: bats as the user, its TAP lines numbered on from ours.
+n=0
+emit() {
+  local label=$1 line
+  while IFS= read -r line; do
+    case $line in
+      "ok "* | "not ok "*)
+        n=$((n + 1))
+        # "ok 3 name" -> "ok N [label] name"
+        line=$(sed -E "s/^(not ok|ok) [0-9]+ /\1 $n [$label] /" <<<"$line")
+        echo "$line"
+        ;;
+      1..*) ;;
+      *) echo "$line" ;;
+    esac
+  done
+}
+run_bats() {
+  local label=$1 filter=${CM_TEST_FILTER:-}
+  shift
+  local files=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do files+=("$1"); shift; done
+  [ "${1:-}" = -- ] && filter=${2:-}
+  local args=(--tap)
+  [ -n "$filter" ] && args+=(--filter "$filter")
+  emit "$label" < <(as_user bats "${args[@]}" "${files[@]}" </dev/null 2>&1)
+}
+
+mkdir -p "$work/helpers"
+chown "$uid:$gid" "$work/helpers"
+# A bundle made by root: its files are root's, which the user's container sees as nobody's.
+"$repo/rootfs-tools/make-busybox-bundle.sh" "$work/rootmade" >/dev/null 2>&1 ||
+  echo "# could not make the root-made bundle"
+export CM_ROOTLESS_ROOT_BUNDLE=$work/rootmade
+subuid=0
+for pass in $passes; do
+  case $pass in
+    1)
+      subuid=0
+      : >/etc/subuid
+      : >/etc/subgid
+      echo "# pass 1: rootless without subordinate ids (only uid $uid is mapped)"
+      run_bats "no subuid" "$here/rootless.bats"
+      run_bats "no subuid" "$repo/tests/security/mcp_escape.bats" "$repo/tests/security/mcp_exec.bats"
+      # The other cases put an attacker into a container whose init still waits for `start`: a
+      # rootless runtime cannot enter one (its init is closed to it until it execs, which is the
+      # protection), so they have no rootless form; rootless.bats covers the entrypoint case.
+      run_bats "no subuid" "$repo/tests/security/cve-2019-5736.bats" -- "own pid namespace\): an exec'd"
+      ;;
+    2)
+      subuid=1
+      echo "$user:100000:65536" >/etc/subuid
+      echo "$user:100000:65536" >/etc/subgid
+      echo "# pass 2: rootless with /etc/subuid and /etc/subgid ranges (newuidmap, newgidmap)"
+      run_bats "subuid" "$here/rootless.bats"
+      # Every bundle maker as a normal user (no chown: ownership comes from the mapping); their
+      # images run as uid 1000, which needs the subordinate range.
+      run_bats "subuid" "$repo/tests/integration/rootfs_tools.bats"
+      # The real MCP client and server, as the user: the npm packages were installed by root
+      # (tests/mcp/deps.sh); Docker's cases need the daemon's root.
+      # The npm packages first, as root (the user may not write tests/mcp/.work).
+      if command -v node >/dev/null && "$repo/tests/mcp/deps.sh" >"$work/mcp-deps.log" 2>&1; then
+        before=$n
+        emit "subuid mcp" < <(CM_EXTRA_ENV="CM_MCP_NO_DOCKER=1" as_user "$repo/tests/mcp/run.sh" </dev/null 2>"$work/mcp.err")
+        [ -s "$work/mcp.err" ] && sed 's/^/# mcp: /' "$work/mcp.err" | tail -n 20
+        if [ "$n" -eq "$before" ]; then
+          n=$((n + 1))
+          echo "not ok $n [subuid mcp] the MCP SDK client through codemode-run as the user: no result (see above)"
+        fi
+      else
+        n=$((n + 1))
+        echo "not ok $n [subuid mcp] the MCP SDK client through codemode-run as the user: tests/mcp/deps.sh failed"
+        tail -n 5 "$work/mcp-deps.log" | sed 's/^/# /'
+      fi
+      ;;
+    3)
+      subuid=0
+      : >/etc/subuid
+      : >/etc/subgid
+      # The host's cgroup2 hierarchy at /sys/fs/cgroup in this namespace (on a hybrid host it is
+      # the one at /sys/fs/cgroup/unified), and a subtree of it delegated to the user, the way
+      # systemd delegates user@UID.service: the directory and its cgroup.procs,
+      # cgroup.subtree_control and cgroup.threads chowned, our shell moved into a leaf of it.
+      if [ "$(stat -f -c %T /sys/fs/cgroup)" != cgroup2fs ]; then
+        umount -l /sys/fs/cgroup 2>/dev/null
+        mount -t cgroup2 none /sys/fs/cgroup || { echo "# pass 3: cannot mount cgroup2: skipped"; continue; }
+      fi
+      deleg=/sys/fs/cgroup/cm-rootless-${CM_RUN_TAG:-rl}-$$
+      mkdir -p "$deleg/shell"
+      for f in "$deleg" "$deleg/cgroup.procs" "$deleg/cgroup.subtree_control" "$deleg/cgroup.threads" \
+        "$deleg/shell" "$deleg/shell/cgroup.procs"; do
+        chown "$uid:$gid" "$f"
+      done
+      echo "# pass 3: rootless under a delegated cgroup v2 subtree ($deleg, controllers: $(cat "$deleg/cgroup.controllers"))"
+      old_cgroup=$(sed -n 's/^0:://p' /proc/self/cgroup)
+      echo $$ >"$deleg/shell/cgroup.procs"
+      CM_EXTRA_ENV="CM_ROOTLESS_DELEGATED=$deleg" run_bats "delegated" "$here/rootless.bats" -- "cgroup"
+      echo $$ >"/sys/fs/cgroup$old_cgroup/cgroup.procs"
+      # Whatever is left there is a leak: the container's cgroup must be gone after delete.
+      left=$(find "$deleg" -mindepth 1 -type d ! -path "$deleg/shell")
+      n=$((n + 1))
+      if [ -z "$left" ]; then
+        echo "ok $n [delegated] nothing left in the delegated subtree"
+      else
+        echo "not ok $n [delegated] left in the delegated subtree: $left"
+      fi
+      rmdir "$deleg/shell" "$deleg" 2>/dev/null
+      ;;
+  esac
+done
+echo "1..$n"
