@@ -677,6 +677,23 @@ out:
 
 /* --- writing --------------------------------------------------------------------------------- */
 
+/* A path as a template that expands to exactly itself: the kept form is read back by the same
+ * parser, which expands "${name}" and "$$", so every '$' of a literal path is written "$$"
+ * (found by fuzz_landlock: a path "${ws}/out", from "$${ws}/out", did not read back). */
+static void gen_template_literal(yajl_gen g, const char *path) {
+  size_t n = 0;
+  for (const char *p = path; *p; p++)
+    n += *p == '$' ? 2 : 1;
+  char *t = xcalloc(n + 1, 1), *o = t;
+  for (const char *p = path; *p; p++) {
+    *o++ = *p;
+    if (*p == '$')
+      *o++ = '$';
+  }
+  gen_str(g, t);
+  free(t);
+}
+
 static void gen_access(yajl_gen g, enum spec_landlock_kind k, uint64_t mask) {
   yajl_gen_array_open(g);
   for (int b = 0; b < 64; b++) {
@@ -718,7 +735,7 @@ static void gen_config(yajl_gen g, const struct spec_landlock *l) {
       gen_access(g, SPEC_LANDLOCK_FS, l->paths[i].access);
       gen_str(g, "parent");
       yajl_gen_array_open(g);
-      gen_str(g, l->paths[i].path);
+      gen_template_literal(g, l->paths[i].path);
       yajl_gen_array_close(g);
       yajl_gen_map_close(g);
     }
