@@ -220,7 +220,15 @@ cm_teardown() {
     wait "$pid" 2>/dev/null || true
   done
   # 3. Container processes that survived delete --force: a leak. Kill them by pid (they carry
-  #    this test's token, so they are ours).
+  #    this test's token, so they are ours). codemode's delete --force returns once they are
+  #    gone; runc's and crun's return once SIGKILL is sent, so against them a process still
+  #    dying (an OOM-killed cgroup's, freeing its memory) gets two seconds first.
+  if [ "${CM_RUNTIME:-codemode}" != codemode ]; then
+    for _ in $(seq 20); do
+      [ -z "$(test_processes "$CM_TEST_TOKEN:$CID")" ] && break
+      sleep 0.1
+    done
+  fi
   for pid in $(test_processes "$CM_TEST_TOKEN:$CID") $(root_processes "$ROOT"); do
     problems+=("process $pid survived delete --force: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)")
     kill -9 "$pid" 2>/dev/null || true
