@@ -6,9 +6,11 @@
 #include <fcntl.h>
 #include <linux/nsfs.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
@@ -155,4 +157,26 @@ int ns_set_uts_names(const char *hostname, const char *domainname, struct cm_err
   if (domainname && setdomainname(domainname, strlen(domainname)) < 0)
     return cm_error_set(err, errno, "domainname: setdomainname \"%s\"", domainname);
   return 0;
+}
+
+static bool same_file(int a, int b) {
+  struct stat sa, sb;
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int ns_owner_userns_path(const char *path, int mine, char *out, size_t outsz, struct cm_error **err) {
+  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return cm_error_set(err, errno, "open namespace %s", path);
+  cleanup_close int owner = ioctl(fd, NS_GET_USERNS);
+  if (owner < 0)
+    return errno == EPERM ? 0 : cm_error_set(err, errno, "ioctl(%s, NS_GET_USERNS)", path);
+  if (same_file(owner, mine))
+    return 0;
+  int pid = 0, end = 0;
+  if (sscanf(path, "/proc/%d/ns/%*[a-z_]%n", &pid, &end) != 1 || end == 0 || path[end] != '\0' || pid <= 0)
+    return 0;
+  snprintf(out, outsz, "/proc/%d/ns/user", pid);
+  cleanup_close int user = open(out, O_RDONLY | O_CLOEXEC);
+  return user >= 0 && same_file(user, owner) ? 1 : 0;
 }

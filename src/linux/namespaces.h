@@ -15,6 +15,11 @@ int ns_write_id_mappings(pid_t pid, const struct spec_linux *l, struct cm_error 
 /* In a process that has just unshared CLONE_NEWTIME (before any child exists): write
  * /proc/self/timens_offsets from linux.timeOffsets. No-op when none is given. */
 int ns_write_time_offsets(const struct spec_linux *l, struct cm_error **err);
+/* The user namespace that owns the namespace at `path` (ioctl NS_GET_USERNS), as a path to join:
+ * "/proc/PID/ns/user" when `path` is a /proc/PID/ns/… file whose process's user namespace is
+ * that owner. 1 and the path in `out` when the owner is not `mine` (the caller's own user
+ * namespace, an open fd); 0 when it is ours, or cannot be named by a path; -1 on a bad path. */
+int ns_owner_userns_path(const char *path, int mine, char *out, size_t outsz, struct cm_error **err);
 /* sethostname/setdomainname (NULL = leave). */
 int ns_set_uts_names(const char *hostname, const char *domainname, struct cm_error **err);
 

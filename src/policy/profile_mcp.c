@@ -2,6 +2,7 @@
  * Every rule keeps the stricter of the config's value and its own, and reports what it changed.
  * man/codemode-profiles.5 lists the rules and why. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "linux/namespaces.h"
 #include "policy/profile_rules.h"
 #include "policy/seccomp_profile.h"
 #include "spec/json_util.h"
@@ -174,6 +176,41 @@ static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm
  * own (root) or to the caller's ids (rootless); either way the namespace is created by the
  * unprivileged host uid, so per-uid kernel budgets (inotify, mqueue, RLIMIT_NPROC, keys) are
  * that uid's and never host root's (runtime/userns_setup.h). */
+/* A container that joins namespaces a user namespace other than ours owns (a pod's: the
+ * sandbox made them under the range the profile gave it) joins that user namespace too, as the
+ * containers of a Kubernetes pod with its own user namespace do. A namespace of its own would
+ * not own the pod's IPC or network namespace: mqueue and sysfs could not be mounted there, and
+ * the pod's containers could not share IPC objects across two ranges. 1 when joined. */
+static int join_owner_userns(struct spec *s, struct policy_report *r, struct cm_error **err) {
+  static const enum spec_ns_type shared[] = {SPEC_NS_IPC, SPEC_NS_NETWORK, SPEC_NS_UTS, SPEC_NS_PID};
+  cleanup_close int mine = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+  if (mine < 0)
+    return 0;
+  for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
+    const struct spec_namespace *other = &s->linux_.namespaces[shared[i]];
+    char path[64];
+    if (!other->present || other->path == NULL)
+      continue;
+    int got = ns_owner_userns_path(other->path, mine, path, sizeof(path), err);
+    if (got < 0) {
+      cm_error_free(*err); /* the runtime names a bad path when it joins it */
+      *err = NULL;
+      continue;
+    }
+    if (got == 0)
+      continue;
+    struct spec_namespace *ns = &s->linux_.namespaces[SPEC_NS_USER];
+    ns->present = true;
+    ns->path = xstrdup(path);
+    s->linux_.userns_join_owner = true;
+    policy_report_add(r, "linux.namespaces: joins the user namespace %s, which owns the %s namespace it shares "
+                         "(%s): a pod's containers share one range",
+                      path, spec_ns_proc_name(shared[i]), other->path);
+    return 1;
+  }
+  return 0;
+}
+
 static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_error **err) {
   struct spec_linux *l = &s->linux_;
   struct spec_namespace *ns = &l->namespaces[SPEC_NS_USER];
@@ -182,6 +219,8 @@ static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_err
       return cm_error_set(err, EPERM, "linux.namespaces: joining the host user namespace (%s) is refused", ns->path);
     return 0;
   }
+  if (!ns->present && geteuid() == 0 && join_owner_userns(s, r, err) != 0)
+    return *err ? -1 : 0;
   if (!ns->present) {
     ns->present = true;
     l->userns_auto = true;

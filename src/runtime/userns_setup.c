@@ -134,6 +134,12 @@ int userns_setup_decide(struct spec *s, struct userns_setup *u, struct cm_error 
     l->userns_auto = true;
     s->has_linux = true;
   }
+  if (ns->present && ns->path && l->userns_join_owner && root) {
+    /* A pod's user namespace (policy/profile_mcp.c): its maps are there already; the rootfs and
+     * binds are idmapped to it, as for the range of a namespace of the container's own. */
+    u->idmap_all = true;
+    u->premounts = true;
+  }
   if (ns->present && ns->path == NULL) {
     u->plan.create = true;
     if (!root) {
@@ -202,9 +208,9 @@ int userns_setup_decide(struct spec *s, struct userns_setup *u, struct cm_error 
 
 int userns_setup_allocate(struct spec *s, struct userns_setup *u, const char *state_dir, int dirfd,
                           struct cm_error **err) {
-  if (!u->idmap_all)
-    return 0;
   struct spec_linux *l = &s->linux_;
+  if (!u->idmap_all || l->userns_join_owner)
+    return 0;
   if (idrange_allocate(state_dir, dirfd, &u->range, err) < 0)
     return -1;
   u->has_range = true;

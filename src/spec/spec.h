@@ -323,6 +323,10 @@ struct spec_linux {
   /* Not from JSON (policy/): a root runtime creates the config's own user namespace from the
    * host uid its container root maps to, not as root (per-uid budgets, linux/userns.h). */
   bool userns_create_as_mapped_root;
+  /* Not from JSON (policy/): the user namespace is the one that owns the namespaces the config
+   * joins (a pod's, made by the profile for its sandbox): joined, never created, and the
+   * rootfs and binds are idmapped to it as to a range of the container's own. */
+  bool userns_join_owner;
 };
 
 /* Set by policy/ (a hardening profile), never from JSON: checks the runtime makes where only the

@@ -362,6 +362,14 @@ async function mcpCases() {
     p.push(...want(o.limits.memory === String(512 * MiB) && o.limits.pids === '256', `limits ${JSON.stringify(o.limits)}`));
     p.push(...want((o.limits.cpuQuota === '100000' && o.limits.cpuPeriod === '100000'), `cpu ${o.limits.cpuQuota}/${o.limits.cpuPeriod}`));
     p.push(...want(statusLine(pp, 'CapEff') === '0000000000000000', `the pause container: CapEff ${statusLine(pp, 'CapEff')}`));
+    // One user namespace per pod, not the node's: the container joins the one that owns the
+    // pod's IPC and network namespaces (its own could not mount mqueue there), and its root is
+    // a range uid on the node.
+    const cp = await containerPid(c);
+    p.push(...want(nsOf(cp, 'user') === nsOf(pp, 'user') && nsOf(pp, 'user') !== ourNs('user'),
+      `user namespaces: container ${nsOf(cp, 'user')}, pause ${nsOf(pp, 'user')}, node ${ourNs('user')}`));
+    const hostUid = Number(statusLine(cp, 'Uid').split(/\s+/)[0]);
+    p.push(...want(hostUid >= 65536, `the container's root is node uid ${hostUid} (want a range uid)`));
     return p;
   });
 
