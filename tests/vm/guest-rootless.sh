@@ -50,19 +50,36 @@ rl_apparmor() {
 
 # systemd variant: a user session (lingering user, its user@UID.service and systemd --user): a
 # rootless container's cgroup is a transient scope of the user's manager, with the limits.
-rl_systemd_scope() {
+# Lingering on: the user's manager running (its unit active, its private socket there). Off:
+# until the unit is inactive again. The unit stops asynchronously after disable-linger, and a
+# socket left by a manager still stopping let the next test start against a vanishing manager.
+rl_linger_on() {
+  local i
   loginctl enable-linger "$RL_USER" || return 1
-  local xdg=/run/user/$RL_UID i out
   for ((i = 0; i < 300; i++)); do
-    [ -S "$xdg/systemd/private" ] && break
+    systemctl is-active --quiet "user@$RL_UID.service" && [ -S "/run/user/$RL_UID/systemd/private" ] && return 0
     sleep 0.1
   done
-  [ -S "$xdg/systemd/private" ] || { echo "no user manager at $xdg"; systemctl status "user@$RL_UID.service" | tail -n 5; return 1; }
+  echo "no user manager at /run/user/$RL_UID"
+  systemctl status "user@$RL_UID.service" | tail -n 5
+  return 1
+}
+rl_linger_off() {
+  local i
+  loginctl disable-linger "$RL_USER"
+  for ((i = 0; i < 300; i++)); do
+    systemctl is-active --quiet "user@$RL_UID.service" || return 0
+    sleep 0.1
+  done
+}
+rl_systemd_scope() {
+  rl_linger_on || return 1
+  local xdg=/run/user/$RL_UID out
   out=$(RL_XDG=$xdg rl_as "$CODEMODE_RUN" --root /run/cmvm-rl/state --id rl-sd --rootfs "$TEMPLATE/rootfs" -- \
     sh -c 'grep "^0::" /proc/self/cgroup; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max' 2>/run/cmvm-rl/err)
   echo "$out"
   cat /run/cmvm-rl/err
-  loginctl disable-linger "$RL_USER"
+  rl_linger_off
   ! grep -q warning /run/cmvm-rl/err || return 1
   [ "$(sed -n 2p <<<"$out")" = 536870912 ] && [ "$(sed -n 3p <<<"$out")" = 256 ] || return 1
   # The scope's cgroup, seen from the host: under the user's manager, removed after the run.
@@ -70,10 +87,9 @@ rl_systemd_scope() {
 }
 rl_explain_systemd() {
   local xdg=/run/user/$RL_UID out
-  loginctl enable-linger "$RL_USER" || return 1
-  for ((i = 0; i < 300; i++)); do [ -S "$xdg/systemd/private" ] && break; sleep 0.1; done
+  rl_linger_on || return 1
   out=$(RL_XDG=$xdg rl_as "$CODEMODE_RUN" --explain --rootfs "$TEMPLATE/rootfs" -- true 2>&1)
-  loginctl disable-linger "$RL_USER"
+  rl_linger_off
   echo "$out"
   [[ $out == *"cgroups: a transient scope of your systemd user manager"* ]]
 }
