@@ -1,0 +1,172 @@
+#!/usr/bin/env bats
+# Egress by host name as an unprivileged user (issue 16, "rootless too"): tests/rootless/run.sh
+# (pass 4) brings up the egress suite's test internet (tests/egress/lab.bash: two network
+# namespaces, HTTPS/HTTP servers for api.allowed.test, plain.allowed.test and evil.test, dnsmasq)
+# and runs this file as its test user inside the lab's "machine" namespace, so codemode-run, its
+# container and codemode-broker are all the user's and every packet stays in the lab.
+#   LAB_DNS  the lab's resolver     LAB_CA  its CA     LAB_DIR  its files (requests.log)
+# The bundle is made here, as the user: busybox (sh, wget) plus curl and its libraries, the lab's
+# CA as the image's trust store.
+
+load ../lib/helpers
+
+setup_file() {
+  [ "$(id -u)" -ne 0 ] || {
+    echo "tests/rootless/egress.bats runs as an unprivileged user (tests/rootless/run.sh)" >&2
+    return 1
+  }
+  if [ -z "${LAB_DNS:-}" ] || [ ! -r "${LAB_CA:-}" ]; then
+    echo "tests/rootless/egress.bats needs the egress lab (tests/rootless/run.sh pass 4)" >&2
+    return 1
+  fi
+  export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
+  local repo b=$BATS_FILE_TMPDIR/bundle
+  repo=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+  "$repo/rootfs-tools/make-busybox-bundle.sh" "$b" >/dev/null
+  "$repo/rootfs-tools/make-closure-bundle.sh" "$(command -v curl)" "$BATS_FILE_TMPDIR/curl" >/dev/null
+  # busybox's rootfs has no /lib: curl's merged-/usr links and its /usr tree go in as they are.
+  cp -a "$BATS_FILE_TMPDIR/curl/rootfs"/lib* "$b/rootfs/"
+  cp -a "$BATS_FILE_TMPDIR/curl/rootfs/usr/." "$b/rootfs/usr/"
+  mkdir -p "$b/rootfs/etc/ssl/certs"
+  cp "$LAB_CA" "$b/rootfs/etc/ssl/certs/ca-certificates.crt"
+  # shellcheck source=rootfs-tools/lib.sh
+  . "$repo/rootfs-tools/lib.sh"
+  bundle_set_terminal "$b" false
+  export EG_BUNDLE=$b
+}
+
+# Brokers of this user still running (a zombie has exited: this machine's pid 1 reaps late).
+my_brokers() { ps -u "$(id -u)" -o pid=,stat=,comm= | awk '$3 == "codemode-broker" && $2 !~ /^Z/ { print $1 }'; }
+
+setup() {
+  TEST_DIR=$BATS_TEST_TMPDIR
+  ROOT=$TEST_DIR/state
+  AUDIT=$TEST_DIR/audit.log
+  CID=cm-test-$CM_RUN_TAG-rleg$BATS_TEST_NUMBER
+}
+
+teardown() {
+  local d
+  for d in "$ROOT"/*/; do [ -d "$d" ] && "$CODEMODE" --root "$ROOT" delete --force "$(basename "$d")" 2>/dev/null; done
+  # Every broker went with its container.
+  [ -z "$(my_brokers)" ] || {
+    echo "codemode-broker left running: $(my_brokers)"
+    return 1
+  }
+}
+
+# egress FLAGS… -- CMD…: codemode-run --profile mcp as the user, with the lab's resolver and this
+# test's audit log. $status, $output (the container's stdout), $stderr.
+egress() {
+  local flags=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
+  shift
+  # Without rules codemode-run refuses --dns-upstream (no broker resolves).
+  [ ${#flags[@]} -eq 0 ] || flags+=(--dns-upstream "$LAB_DNS")
+  run --separate-stderr timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile mcp \
+    --audit-log "$AUDIT" "${flags[@]}" "$EG_BUNDLE" -- "$@" </dev/null
+  echo "# $output" >&3
+  # shellcheck disable=SC2154 # set by run --separate-stderr
+  echo "# stderr: $stderr" >&3
+}
+
+audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
+
+@test "rootless egress: curl reaches the allowed host over HTTPS through the proxy, audited" {
+  egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 https://api.allowed.test/hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from api.allowed.test" ]
+  [ "$(stat -c %u "$AUDIT")" = "$(id -u)" ]
+  [ "$(audit_count '.event == "connect" and .via == "proxy" and .decision == "allow" and .host == "api.allowed.test"
+        and .sni == "api.allowed.test" and .rule == "allow-host api.allowed.test:443" and .addr == "203.0.113.10"
+        and .bytes_down > 0')" -eq 1 ]
+}
+
+@test "rootless egress: HTTPS without proxy variables is captured transparently (the DNS stub answers)" {
+  egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 --noproxy '*' https://api.allowed.test/hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from api.allowed.test" ]
+  [ "$(audit_count '.event == "dns" and .decision == "allow" and .host == "api.allowed.test" and .answers == "203.0.113.10"')" -eq 1 ]
+  [ "$(audit_count '.via == "transparent" and .decision == "allow" and .sni == "api.allowed.test"')" -eq 1 ]
+}
+
+@test "rootless egress: plain HTTP to host:80 by curl (proxy) and busybox wget (transparent)" {
+  egress --allow-host plain.allowed.test:80 -- /usr/bin/curl -sS -m 20 http://plain.allowed.test/hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from plain.allowed.test" ]
+  egress --allow-host plain.allowed.test:80 -- /bin/wget -q -Y off -O - http://plain.allowed.test/hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from plain.allowed.test" ]
+  [ "$(audit_count '.event == "connect" and .decision == "allow" and .via == "proxy" and .http_host == "plain.allowed.test"')" -eq 1 ]
+  [ "$(audit_count '.event == "connect" and .decision == "allow" and .via == "transparent" and .http_host == "plain.allowed.test"')" -eq 1 ]
+}
+
+@test "rootless egress: another host is refused (proxy 403, NXDOMAIN, raw address reset), audited, nothing reaches it" {
+  egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 https://evil.test/hello
+  [ "$status" -eq 56 ]
+  [[ "$stderr" == *"403"* ]]
+  egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 --noproxy '*' https://evil.test/hello
+  [ "$status" -eq 6 ]
+  # Its address given, no DNS: the only way out is the broker, which resets it.
+  egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 --noproxy '*' --resolve evil.test:443:203.0.113.20 https://evil.test/hello
+  [ "$status" -eq 35 ] || [ "$status" -eq 56 ]
+  # The allowed name pinned to evil.test's address.
+  egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 --noproxy '*' --resolve api.allowed.test:443:203.0.113.20 https://api.allowed.test/hello
+  [ "$status" -eq 35 ] || [ "$status" -eq 56 ]
+  [ "$(audit_count '.event == "connect" and .decision == "deny" and .via == "proxy" and .host == "evil.test"
+        and .reason == "no rule allows this host and port"')" -eq 1 ]
+  [ "$(audit_count '.event == "dns" and .decision == "deny" and .host == "evil.test" and .qtype == "A"')" -ge 1 ]
+  [ "$(audit_count '.event == "connect" and .decision == "deny" and .via == "transparent" and .addr == "203.0.113.20"')" -eq 2 ]
+  ! grep -q '"host": "evil.test"' "$LAB_DIR/requests.log"
+}
+
+@test "rootless egress: the container has only lo; the broker runs as the user, without capabilities, non-dumpable" {
+  "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile mcp --dns-upstream "$LAB_DNS" --allow-host api.allowed.test \
+    "$EG_BUNDLE" -- /bin/sh -c 'cat /proc/net/dev; readlink /proc/self/ns/net; sleep 30' </dev/null >"$TEST_DIR/out" 2>"$TEST_DIR/err" &
+  local run_pid=$! i
+  for i in $(seq 100); do [ -e "$ROOT/$CID/supervisor" ] && grep -q 'net:' "$TEST_DIR/out" && break; sleep 0.1; done
+  cat "$TEST_DIR/out" "$TEST_DIR/err"
+  [ -e "$ROOT/$CID/supervisor" ]
+  local broker
+  broker=$(cut -d' ' -f1 "$ROOT/$CID/supervisor")
+  [ "$(awk '/^Uid:/ { print $2 $3 $4 $5 }' "/proc/$broker/status")" = "$(id -u)$(id -u)$(id -u)$(id -u)" ]
+  grep -q '^CapEff:[[:space:]]*0000000000000000$' "/proc/$broker/status"
+  grep -q '^NoNewPrivs:[[:space:]]*1$' "/proc/$broker/status"
+  # Non-dumpable: even its own user cannot read its memory, environment or namespaces.
+  run cat "/proc/$broker/environ"
+  [ "$status" -ne 0 ]
+  run readlink "/proc/$broker/ns/net"
+  [ "$status" -ne 0 ]
+  # The container is in its own network namespace, with lo only.
+  grep -q 'net:\[' "$TEST_DIR/out"
+  [ "$(grep 'net:\[' "$TEST_DIR/out")" != "$(readlink /proc/self/ns/net)" ]
+  [ "$(grep -c ':' "$TEST_DIR/out")" -eq 2 ] # the header's "face |" has none; "lo:" and "net:[…]"
+  grep -q '^ *lo:' "$TEST_DIR/out"
+  # codemode-run SIGKILLed: its watcher deletes the container, and the broker goes with it.
+  kill -9 "$run_pid"
+  wait "$run_pid" || true
+  for i in $(seq 100); do [ ! -e "$ROOT/$CID" ] && ! kill -0 "$broker" 2>/dev/null && break; sleep 0.1; done
+  [ ! -e "$ROOT/$CID" ]
+  ! kill -0 "$broker" 2>/dev/null
+}
+
+@test "rootless egress: nothing is left behind (state in \$XDG_RUNTIME_DIR/codemode, no broker)" {
+  [ -n "${XDG_RUNTIME_DIR:-}" ]
+  run --separate-stderr timeout 60 "$CODEMODE_RUN" --profile mcp --dns-upstream "$LAB_DNS" --audit-log "$AUDIT" \
+    --allow-host api.allowed.test "$EG_BUNDLE" -- /usr/bin/curl -sS -m 20 https://api.allowed.test/hello </dev/null
+  echo "# $output" >&3
+  echo "# stderr: $stderr" >&3
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from api.allowed.test" ]
+  [ -z "$(ls -A "$XDG_RUNTIME_DIR/codemode")" ]
+  [ -z "$(my_brokers)" ]
+  [ "$(audit_count '.event == "connect" and .decision == "allow"')" -eq 1 ]
+}
+
+@test "rootless egress: without --allow-host the same requests go nowhere and no broker starts" {
+  egress -- /usr/bin/curl -sS -m 10 https://api.allowed.test/hello
+  [ "$status" -ne 0 ] && [ "$status" -ne 28 ]
+  egress -- /usr/bin/curl -sS -m 10 --noproxy '*' --resolve api.allowed.test:443:203.0.113.10 https://api.allowed.test/hello
+  [ "$status" -ne 0 ] && [ "$status" -ne 28 ]
+  [ "$(audit_count '.event == "connect" or .event == "dns"')" -eq 0 ]
+}
