@@ -57,6 +57,9 @@ lab=
 cleanup() {
   [ -n "$lab" ] && lab_down
   userdel "$user" >/dev/null 2>&1
+  # The /etc copy's tmpfs is a mount point here only (rm would stop at it and leave $work behind
+  # on the host); /etc stays bound until the namespace goes.
+  umount -l "$work/etc" 2>/dev/null
   # Files a container made under a subordinate uid are not the user's to remove.
   rm -rf --one-file-system "$work" 2>/dev/null
 }
