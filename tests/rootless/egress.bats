@@ -5,6 +5,7 @@
 # and runs this file as its test user inside the lab's "machine" namespace, so codemode-run, its
 # container and codemode-broker are all the user's and every packet stays in the lab.
 #   LAB_DNS  the lab's resolver     LAB_CA  its CA     LAB_DIR  its files (requests.log)
+#   LAB_TOKEN  the API token the lab's servers want
 # The bundle is made here, as the user: busybox (sh, wget) plus curl and its libraries, the lab's
 # CA as the image's trust store.
 
@@ -118,6 +119,25 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$(audit_count '.event == "dns" and .decision == "deny" and .host == "evil.test" and .qtype == "A"')" -ge 1 ]
   [ "$(audit_count '.event == "connect" and .decision == "deny" and .via == "transparent" and .addr == "203.0.113.20"')" -eq 2 ]
   ! grep -q '"host": "evil.test"' "$LAB_DIR/requests.log"
+}
+
+@test "rootless egress: a secret bound to the allowed host is put in by the broker (TLS interception); the server sees the placeholder" {
+  printf '%s\n' "$LAB_TOKEN" >"$TEST_DIR/token"
+  # The broker checks the real host against the caller's trust store: here the lab's CA.
+  export SSL_CERT_FILE=$LAB_CA
+  local seen_before
+  seen_before=$(grep -c "Bearer $LAB_TOKEN" "$LAB_DIR/requests.log" || true)
+  egress --allow-host api.allowed.test --allow-host other.allowed.test --secret "GL_TOKEN=@$TEST_DIR/token" \
+    --secret-host GL_TOKEN=api.allowed.test -- /bin/sh -c 'echo "$GL_TOKEN";
+      /usr/bin/curl -sS -m 20 -H "Authorization: Bearer $GL_TOKEN" https://api.allowed.test/api/v4/projects; echo;
+      /usr/bin/curl -sS -m 20 -H "Authorization: Bearer $GL_TOKEN" https://other.allowed.test/headers'
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = CODEMODE_SECRET_GL_TOKEN ]
+  [[ "${lines[1]}" == *"seen with the real token"* ]]
+  [[ "${lines[2]}" == *"Bearer CODEMODE_SECRET_GL_TOKEN"* ]]
+  [ "$(grep -c "Bearer $LAB_TOKEN" "$LAB_DIR/requests.log")" -eq $((seen_before + 1)) ]
+  [ "$(audit_count '.decision == "allow" and .intercepted == true and .secret == "GL_TOKEN" and .host == "api.allowed.test"')" -eq 1 ]
+  [[ "$output" != *"$LAB_TOKEN"* ]]
 }
 
 @test "rootless egress: the container has only lo; the broker runs as the user, without capabilities, non-dumpable" {

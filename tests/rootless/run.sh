@@ -225,7 +225,7 @@ for pass in $passes; do
         continue
       fi
       echo "# pass 4: egress by host name as the user, inside the test internet ($LAB_NET)"
-      CM_USER_NETNS=/run/netns/$LAB_NET CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR" \
+      CM_USER_NETNS=/run/netns/$LAB_NET CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR LAB_TOKEN=$LAB_TOKEN" \
         run_bats "egress" "$here/egress.bats"
       lab_down
       lab=
