@@ -6,6 +6,7 @@
 # container and codemode-broker are all the user's and every packet stays in the lab.
 #   LAB_DNS  the lab's resolver     LAB_CA  its CA     LAB_DIR  its files (requests.log)
 #   LAB_TOKEN  the API token the lab's servers want
+#   EG_WORK  tests/egress/.work with the MCP SDK and server-gitlab installed by root (optional)
 # The bundle is made here, as the user: busybox (sh, wget) plus curl and its libraries, the lab's
 # CA as the image's trust store.
 
@@ -138,6 +139,33 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$(grep -c "Bearer $LAB_TOKEN" "$LAB_DIR/requests.log")" -eq $((seen_before + 1)) ]
   [ "$(audit_count '.decision == "allow" and .intercepted == true and .secret == "GL_TOKEN" and .host == "api.allowed.test"')" -eq 1 ]
   [[ "$output" != *"$LAB_TOKEN"* ]]
+}
+
+@test "rootless egress: the MCP SDK client drives server-gitlab through codemode-run --allow-host, its token a placeholder" {
+  [ -e "${EG_WORK:-}/mcp-client.mjs" ] || skip "the egress suite's npm packages are not installed (tests/egress/npm-install.sh)"
+  local repo nb=$BATS_FILE_TMPDIR/node-bundle
+  repo=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+  # The egress suite's bundle (node, curl, python3, the test CA), made as the user.
+  "$repo/tests/egress/make-bundle.sh" "$nb" "$LAB_CA" "$EG_WORK/node_modules" >/dev/null
+  local server=/app/node_modules/@modelcontextprotocol/server-gitlab/dist/index.js
+  export GITLAB_API_URL=https://api.allowed.test/api/v4 GITLAB_PERSONAL_ACCESS_TOKEN=$LAB_TOKEN SSL_CERT_FILE=$LAB_CA
+  local cmd=("$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile mcp --timeout 100 --dns-upstream "$LAB_DNS"
+             --audit-log "$AUDIT" --allow-host api.allowed.test --env GITLAB_API_URL
+             --secret GITLAB_PERSONAL_ACCESS_TOKEN --secret-host GITLAB_PERSONAL_ACCESS_TOKEN=api.allowed.test
+             "$nb" -- /usr/bin/node "$server")
+  run timeout 120 node "$EG_WORK/mcp-client.mjs" ALLOWED "${cmd[@]}"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"ok tools/call search_repositories reached the API with the real token"* ]]
+  [ "$(audit_count '.decision == "allow" and .intercepted == true and .secret == "GITLAB_PERSONAL_ACCESS_TOKEN" and .host == "api.allowed.test"')" -ge 1 ]
+  # The same server pointed at a host the allowlist does not have: refused, quickly, audited.
+  export GITLAB_API_URL=https://evil.test/api/v4
+  run timeout 120 node "$EG_WORK/mcp-client.mjs" REFUSED "${cmd[@]}"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"ok tools/call search_repositories refused"* ]]
+  [ "$(audit_count '.decision == "deny" and .host == "evil.test"')" -ge 1 ]
+  ! grep -q '"host": "evil.test"' "$LAB_DIR/requests.log"
 }
 
 @test "rootless egress: the container has only lo; the broker runs as the user, without capabilities, non-dumpable" {

@@ -225,7 +225,16 @@ for pass in $passes; do
         continue
       fi
       echo "# pass 4: egress by host name as the user, inside the test internet ($LAB_NET)"
-      CM_USER_NETNS=/run/netns/$LAB_NET CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR LAB_TOKEN=$LAB_TOKEN" \
+      # The MCP case's npm packages and client, as root (the user may not write tests/egress/.work).
+      eg_work=
+      if command -v node >/dev/null && "$repo/tests/egress/npm-install.sh" >"$work/egress-npm.log" 2>&1 &&
+        cp "$repo/tests/egress/mcp-client.mjs" "$repo/tests/egress/.work/mcp-client.mjs"; then
+        eg_work=$repo/tests/egress/.work
+      else
+        echo "# pass 4: the MCP case has no npm packages: $(tail -n 1 "$work/egress-npm.log" 2>/dev/null)"
+      fi
+      CM_USER_NETNS=/run/netns/$LAB_NET \
+        CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR LAB_TOKEN=$LAB_TOKEN EG_WORK=$eg_work" \
         run_bats "egress" "$here/egress.bats"
       lab_down
       lab=
