@@ -212,6 +212,10 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
 }
 
 @test "rootless egress: without --allow-host the same requests go nowhere and no broker starts" {
+  # The control: from where codemode-run runs (the lab's "machine"), the host is reachable.
+  run curl -sS -m 10 --cacert "$LAB_CA" --noproxy '*' --resolve api.allowed.test:443:203.0.113.10 https://api.allowed.test/hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from api.allowed.test" ]
   egress -- /usr/bin/curl -sS -m 10 https://api.allowed.test/hello
   [ "$status" -ne 0 ] && [ "$status" -ne 28 ]
   egress -- /usr/bin/curl -sS -m 10 --noproxy '*' --resolve api.allowed.test:443:203.0.113.10 https://api.allowed.test/hello
