@@ -71,8 +71,11 @@ mount -t tmpfs -o mode=0755 tmpfs "$work/etc" || cannot "mount a tmpfs for the /
 cp -a /etc/. "$work/etc/" && mount --bind "$work/etc" /etc || cannot "bind the /etc copy over /etc"
 : >/etc/subuid
 : >/etc/subgid
-# No automatic subordinate ids: the passes set /etc/subuid themselves.
-useradd -M -d "$work/home" -s /bin/bash -K SUB_UID_COUNT=0 -K SUB_GID_COUNT=0 "$user" ||
+# No automatic subordinate ids: the passes set /etc/subuid themselves. A uid of this run's own
+# (from our pid), not the first free one: runs on the same machine at the same time (CI and a
+# developer's) would otherwise share uid 1001, and the tests count the user's processes.
+useradd -M -d "$work/home" -s /bin/bash -K SUB_UID_COUNT=0 -K SUB_GID_COUNT=0 -u $((20000 + $$ % 40000)) "$user" 2>/dev/null ||
+  useradd -M -d "$work/home" -s /bin/bash -K SUB_UID_COUNT=0 -K SUB_GID_COUNT=0 "$user" ||
   cannot "useradd $user failed"
 uid=$(id -u "$user")
 gid=$(id -g "$user")
