@@ -139,6 +139,8 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$(grep -c "Bearer $LAB_TOKEN" "$LAB_DIR/requests.log")" -eq $((seen_before + 1)) ]
   [ "$(audit_count '.decision == "allow" and .intercepted == true and .secret == "GL_TOKEN" and .host == "api.allowed.test"')" -eq 1 ]
   [[ "$output" != *"$LAB_TOKEN"* ]]
+  # The per-run CA and the container's trust store went with the state dir.
+  [ -z "$(ls -A "$ROOT")" ]
 }
 
 @test "rootless egress: the MCP SDK client drives server-gitlab through codemode-run --allow-host, its token a placeholder" {
@@ -208,6 +210,7 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$output" = "hello from api.allowed.test" ]
   [ -z "$(ls -A "$XDG_RUNTIME_DIR/codemode")" ]
   [ -z "$(my_brokers)" ]
+  [ -z "$(find /tmp "$TMPDIR" -maxdepth 1 -name 'codemode*' -user "$(id -u)")" ]
   [ "$(audit_count '.event == "connect" and .decision == "allow"')" -eq 1 ]
 }
 
