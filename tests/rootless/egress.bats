@@ -200,6 +200,36 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   ! kill -0 "$broker" 2>/dev/null
 }
 
+@test "rootless egress: codemode create killed at any step leaves no broker; delete stops a recorded one" {
+  local b=$TEST_DIR/bundle point
+  cp -a "$EG_BUNDLE" "$b"
+  bundle_set_args "$b" /bin/sleep 60
+  for point in state-dir cgroup fork ready state; do
+    rm -f "$TEST_DIR/create.err"
+    CODEMODE_TEST_PAUSE_AT=$point "$CODEMODE" --root "$ROOT" --profile mcp --allow-host api.allowed.test \
+      --dns-upstream "$LAB_DNS" create --bundle "$b" "$CID-$point" </dev/null >/dev/null 2>"$TEST_DIR/create.err" &
+    local pid=$! i
+    for i in $(seq 100); do grep -q "paused at $point" "$TEST_DIR/create.err" 2>/dev/null && break; sleep 0.1; done
+    cat "$TEST_DIR/create.err"
+    grep -q "paused at $point" "$TEST_DIR/create.err"
+    local broker=""
+    [ -e "$ROOT/$CID-$point/supervisor" ] && broker=$(cut -d' ' -f1 "$ROOT/$CID-$point/supervisor")
+    kill -9 "$pid"
+    wait "$pid" || true
+    for i in $(seq 50); do [ -z "$(my_brokers)" ] && break; sleep 0.1; done
+    if [ "$point" = state ]; then
+      # Recorded (state.json) with its broker: that one lives as long as the container.
+      [ -n "$broker" ] && kill -0 "$broker"
+    else
+      # Killed before the container was recorded: its init and its broker die with create.
+      [ -z "$(my_brokers)" ]
+    fi
+    "$CODEMODE" --root "$ROOT" delete --force "$CID-$point"
+    [ -z "$(my_brokers)" ]
+    [ ! -e "$ROOT/$CID-$point" ]
+  done
+}
+
 @test "rootless egress: nothing is left behind (state in \$XDG_RUNTIME_DIR/codemode, no broker)" {
   [ -n "${XDG_RUNTIME_DIR:-}" ]
   run --separate-stderr timeout 60 "$CODEMODE_RUN" --profile mcp --dns-upstream "$LAB_DNS" --audit-log "$AUDIT" \
