@@ -50,9 +50,14 @@ setup() {
 teardown() {
   local d
   for d in "$ROOT"/*/; do [ -d "$d" ] && "$CODEMODE" --root "$ROOT" delete --force "$(basename "$d")" 2>/dev/null; done
-  # Every broker went with its container.
-  [ -z "$(my_brokers)" ] || {
-    echo "codemode-broker left running: $(my_brokers)"
+  # Every broker went with its container. One left is reported, then ended: the user is this
+  # run's own, so its brokers are ours.
+  local left
+  left=$(my_brokers)
+  [ -z "$left" ] || {
+    echo "codemode-broker left running: $left"
+    # shellcheck disable=SC2086 # one pid a word
+    kill -9 $left 2>/dev/null
     return 1
   }
 }
