@@ -18,7 +18,8 @@
 #                          made there, holds its processes, and is removed at delete
 #   4 egress               tests/rootless/egress.bats as the user inside the egress suite's test
 #                          internet (tests/egress/lab.bash, network namespaces made here):
-#                          codemode-run --profile mcp --allow-host, its broker the user's
+#                          codemode-run --profile mcp --allow-host, its broker the user's;
+#                          two of its cases again with /etc/subuid ranges
 # Knobs: CM_ROOTLESS_PASSES="1 2 3 4" (default all), CM_TEST_FILTER (bats --filter).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -239,6 +240,15 @@ for pass in $passes; do
       CM_USER_NETNS=/run/netns/$LAB_NET \
         CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR LAB_TOKEN=$LAB_TOKEN EG_WORK=$eg_work" \
         run_bats "egress" "$here/egress.bats"
+      # With subordinate ranges (newuidmap) too: allowed and refused.
+      subuid=1
+      echo "$user:100000:65536" >/etc/subuid
+      echo "$user:100000:65536" >/etc/subgid
+      CM_USER_NETNS=/run/netns/$LAB_NET \
+        CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR LAB_TOKEN=$LAB_TOKEN" \
+        run_bats "egress subuid" "$here/egress.bats" -- "${CM_TEST_FILTER:-through the proxy|another host is refused}"
+      : >/etc/subuid
+      : >/etc/subgid
       lab_down
       lab=
       ;;
