@@ -1,14 +1,11 @@
 #!/bin/bash
 # tests/rootless/deps.sh — what tests/rootless needs on a fresh machine (called by .ci/run):
-# newuidmap/newgidmap (uidmap) and the user tools (passwd: useradd, userdel; util-linux: setpriv).
+# newuidmap/newgidmap (uidmap) and the user tools (passwd: useradd, userdel; util-linux: setpriv),
+# and for pass 4 (egress as the user) the egress suite's test internet and its clients: iproute2,
+# dnsmasq, openssl, python3 (tests/egress/lab.bash), curl and busybox (the bundle).
 set -euo pipefail
-missing=()
-command -v newuidmap >/dev/null || missing+=(uidmap)
-command -v useradd >/dev/null || missing+=(passwd)
-command -v setpriv >/dev/null || missing+=(util-linux)
-if [ "${#missing[@]}" -gt 0 ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
-fi
-echo "tests/rootless: $(command -v newuidmap), $(command -v useradd), $(command -v setpriv)"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=rootfs-tools/lib.sh
+. "$here/../../rootfs-tools/lib.sh"
+rt_ensure_packages uidmap passwd util-linux iproute2 dnsmasq-base openssl python3 curl busybox-static
+echo "tests/rootless: $(command -v newuidmap), $(command -v useradd), $(command -v setpriv), $(command -v dnsmasq)"

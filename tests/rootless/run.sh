@@ -16,14 +16,18 @@
 #   3 delegated cgroup v2  a cgroup v2 subtree chowned to the user (the host's v2 hierarchy,
 #                          mounted at /sys/fs/cgroup in the namespace): the container's cgroup is
 #                          made there, holds its processes, and is removed at delete
-# Knobs: CM_ROOTLESS_PASSES="1 2 3" (default all), CM_TEST_FILTER (bats --filter).
+#   4 egress               tests/rootless/egress.bats as the user inside the egress suite's test
+#                          internet (tests/egress/lab.bash, network namespaces made here):
+#                          codemode-run --profile mcp --allow-host, its broker the user's;
+#                          two of its cases again with /etc/subuid ranges
+# Knobs: CM_ROOTLESS_PASSES="1 2 3 4" (default all), CM_TEST_FILTER (bats --filter).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 : "${CODEMODE:=$repo/build/codemode}"
 export CODEMODE
 CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
-passes=${CM_ROOTLESS_PASSES:-1 2 3}
+passes=${CM_ROOTLESS_PASSES:-1 2 3 4}
 
 cannot() {
   echo "tests/rootless: $*" >&2
@@ -50,8 +54,13 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/cm-rootless.XXXXXX")
 chmod 0755 "$work"
 user=cmrl$$
+lab=
 cleanup() {
+  [ -n "$lab" ] && lab_down
   userdel "$user" >/dev/null 2>&1
+  # The /etc copy's tmpfs is a mount point here only (rm would stop at it and leave $work behind
+  # on the host); /etc stays bound until the namespace goes.
+  umount -l "$work/etc" 2>/dev/null
   # Files a container made under a subordinate uid are not the user's to remove.
   rm -rf --one-file-system "$work" 2>/dev/null
 }
@@ -63,8 +72,11 @@ mount -t tmpfs -o mode=0755 tmpfs "$work/etc" || cannot "mount a tmpfs for the /
 cp -a /etc/. "$work/etc/" && mount --bind "$work/etc" /etc || cannot "bind the /etc copy over /etc"
 : >/etc/subuid
 : >/etc/subgid
-# No automatic subordinate ids: the passes set /etc/subuid themselves.
-useradd -M -d "$work/home" -s /bin/bash -K SUB_UID_COUNT=0 -K SUB_GID_COUNT=0 "$user" ||
+# No automatic subordinate ids: the passes set /etc/subuid themselves. A uid of this run's own
+# (from our pid), not the first free one: runs on the same machine at the same time (CI and a
+# developer's) would otherwise share uid 1001, and the tests count the user's processes.
+useradd -M -d "$work/home" -s /bin/bash -K SUB_UID_COUNT=0 -K SUB_GID_COUNT=0 -u $((20000 + $$ % 40000)) "$user" 2>/dev/null ||
+  useradd -M -d "$work/home" -s /bin/bash -K SUB_UID_COUNT=0 -K SUB_GID_COUNT=0 "$user" ||
   cannot "useradd $user failed"
 uid=$(id -u "$user")
 gid=$(id -g "$user")
@@ -74,8 +86,9 @@ chown "$uid:$gid" "$work/home" "$work/xdg" "$work/tmp"
 echo "# test user $user (uid $uid), work dir $work"
 
 # as_user CMD…: CMD as the test user, with a clean environment (what an MCP client would pass).
+# CM_USER_NETNS: a network namespace (a /run/netns path) to run CMD in.
 as_user() {
-  setpriv --reuid="$uid" --regid="$gid" --init-groups \
+  ${CM_USER_NETNS:+nsenter --net="$CM_USER_NETNS"} setpriv --reuid="$uid" --regid="$gid" --init-groups \
     env -i HOME="$work/home" USER="$user" LOGNAME="$user" PATH=/usr/local/bin:/usr/bin:/bin \
     XDG_RUNTIME_DIR="$work/xdg" TMPDIR="$work/tmp" CODEMODE="$CODEMODE" CODEMODE_RUN="$CODEMODE_RUN" \
     CM_TEST_TOKEN="${CM_TEST_TOKEN:-cm-rootless-$$}" CM_RUN_TAG="${CM_RUN_TAG:-rl}" CM_TIMEOUT="${CM_TIMEOUT:-60}" \
@@ -191,6 +204,53 @@ for pass in $passes; do
         echo "not ok $n [delegated] left in the delegated subtree: $left"
       fi
       rmdir "$deleg/shell" "$deleg" 2>/dev/null
+      ;;
+    4)
+      subuid=0
+      : >/etc/subuid
+      : >/etc/subgid
+      # The egress suite's test internet, made by root; the user's shell enters its "machine"
+      # namespace, so codemode-run, the container and the broker only ever see the lab.
+      missing=
+      for tool in ip nsenter dnsmasq openssl curl python3 busybox; do
+        command -v $tool >/dev/null || missing+=" $tool"
+      done
+      [ -x "$(dirname "$CODEMODE")/codemode-broker" ] || missing+=" codemode-broker (make)"
+      if [ -n "$missing" ]; then
+        echo "# pass 4: skipped, not installed:$missing (tests/rootless/deps.sh)"
+        continue
+      fi
+      # shellcheck source=tests/egress/lab.bash
+      . "$repo/tests/egress/lab.bash"
+      lab=$work/lab
+      if ! lab_up "$lab" 2>"$work/lab.err"; then
+        n=$((n + 1))
+        echo "not ok $n [egress] the egress test internet: lab_up failed: $(tr '\n' ' ' <"$work/lab.err")"
+        continue
+      fi
+      echo "# pass 4: egress by host name as the user, inside the test internet ($LAB_NET)"
+      # The MCP case's npm packages and client, as root (the user may not write tests/egress/.work).
+      eg_work=
+      if command -v node >/dev/null && "$repo/tests/egress/npm-install.sh" >"$work/egress-npm.log" 2>&1 &&
+        cp "$repo/tests/egress/mcp-client.mjs" "$repo/tests/egress/.work/mcp-client.mjs"; then
+        eg_work=$repo/tests/egress/.work
+      else
+        echo "# pass 4: the MCP case has no npm packages: $(tail -n 1 "$work/egress-npm.log" 2>/dev/null)"
+      fi
+      CM_USER_NETNS=/run/netns/$LAB_NET \
+        CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR LAB_TOKEN=$LAB_TOKEN EG_WORK=$eg_work" \
+        run_bats "egress" "$here/egress.bats"
+      # With subordinate ranges (newuidmap) too: allowed and refused.
+      subuid=1
+      echo "$user:100000:65536" >/etc/subuid
+      echo "$user:100000:65536" >/etc/subgid
+      CM_USER_NETNS=/run/netns/$LAB_NET \
+        CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR LAB_TOKEN=$LAB_TOKEN" \
+        run_bats "egress subuid" "$here/egress.bats" -- "${CM_TEST_FILTER:-through the proxy|another host is refused}"
+      : >/etc/subuid
+      : >/etc/subgid
+      lab_down
+      lab=
       ;;
   esac
 done
