@@ -411,7 +411,7 @@ int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
     return systemd_enter(cg, pid, err);
   char value[32];
   snprintf(value, sizeof(value), "%d", (int)pid);
-  for (size_t i = 0; i < cg->n_v1; i++)
+  for (size_t i = 0; i < cg->n_v1 && !cg->v1_self_attached; i++)
     if (cg_write(cg->v1[i].dir, "cgroup.procs", value, NULL, err) < 0)
       return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
   if (cg->v2_dir != NULL && !cg->v2_cloned_into && cg_write(cg->v2_dir, "cgroup.procs", value, NULL, err) < 0)
@@ -431,6 +431,38 @@ bool cgroup_whole_at_clone(const struct cgroup *cg) {
 
 void cgroup_mark_cloned_into(struct cgroup *cg) {
   cg->v2_cloned_into = true;
+}
+
+int cgroup_open_v1_tasks(const struct cgroup *cg, int *fds, size_t max, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_DISABLED || cg->systemd_pending || cg->n_v1 == 0 || cg->n_v1 > max)
+    return 0;
+  for (size_t i = 0; i < cg->n_v1; i++) {
+    cleanup_free char *path = NULL;
+    if (asprintf(&path, "%s/tasks", cg->v1[i].dir) < 0)
+      abort();
+    fds[i] = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fds[i] < 0) {
+      int e = errno;
+      for (size_t k = 0; k < i; k++)
+        close(fds[k]);
+      return cm_error_set(err, e, "cgroup: open %s", path);
+    }
+  }
+  return (int)cg->n_v1;
+}
+
+int cgroup_self_attach_v1(const int *fds, size_t n, struct cm_error **err) {
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (rc == 0 && write(fds[i], "0", 1) != 1)
+      rc = cm_error_set(err, errno, "cgroup: join a v1 hierarchy (write 0 to its tasks file)");
+    close(fds[i]);
+  }
+  return rc;
+}
+
+void cgroup_mark_v1_self_attached(struct cgroup *cg) {
+  cg->v1_self_attached = true;
 }
 
 /* One path of exec --cgroup, cleaned: components joined with '/', "" and "." dropped. ".."

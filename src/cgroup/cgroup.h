@@ -38,6 +38,17 @@ int cgroup_open_for_clone(const struct cgroup *cg);
 /* The kernel placed the process in the cgroup2 directory at clone: cgroup_enter then only adds it
  * to the v1 hierarchies (or does nothing on a pure v2 host). */
 void cgroup_mark_cloned_into(struct cgroup *cg);
+/* Self-attach to the v1 hierarchies (cgroupfs driver): fds of each hierarchy's `tasks` file,
+ * opened here before the clone (at most `max`; 0 when there is nothing to join this way, -1 on
+ * error), for the child to write "0" to as its first step (cgroup_self_attach_v1). A process
+ * moved by another writing its pid to cgroup.procs waits for an RCU grace period (the kernel
+ * takes cgroup_threadgroup_rwsem for writing: ~9 ms per create here); a single-threaded process
+ * moving itself through `tasks` does not (0.03 ms). */
+int cgroup_open_v1_tasks(const struct cgroup *cg, int *fds, size_t max, struct cm_error **err);
+/* In the child: write "0" to each fd, close them all. */
+int cgroup_self_attach_v1(const int *fds, size_t n, struct cm_error **err);
+/* The child joined the v1 hierarchies itself: cgroup_enter skips them. */
+void cgroup_mark_v1_self_attached(struct cgroup *cg);
 /* A process cloned into cgroup_open_for_clone's directory is in every hierarchy it needs (a pure
  * v2 host, cgroupfs driver): nothing is left for cgroup_enter to do. */
 bool cgroup_whole_at_clone(const struct cgroup *cg);

@@ -47,6 +47,8 @@ struct cgroup {
   bool systemd_pending;
   /* The first process was cloned into v2_dir (CLONE_INTO_CGROUP): no cgroup.procs write there. */
   bool v2_cloned_into;
+  /* The first process wrote itself into every v1 hierarchy's `tasks` (cgroup_self_attach_v1). */
+  bool v1_self_attached;
   const struct spec_linux *systemd_linux;
 };
 

@@ -612,8 +612,21 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   int ns_flags = direct ? container_init_direct_clone_flags(s) : 0;
   r.loopback_by_runtime = direct && spec_ns_is_new(s, SPEC_NS_NETWORK);
   int cgroup_fd = r.cgroup ? cgroup_open_for_clone(r.cgroup) : -1;
+  int v1_tasks[16];
+  int n_v1_tasks = r.cgroup ? cgroup_open_v1_tasks(r.cgroup, v1_tasks, 16, err) : 0;
+  if (n_v1_tasks < 0) {
+    if (cgroup_fd >= 0)
+      close(cgroup_fd);
+    goto fail;
+  }
   bool in_cgroup = false;
   pid_t child = clone_child((unsigned long)ns_flags, cgroup_fd, &in_cgroup);
+  if (child != 0 && n_v1_tasks > 0) {
+    for (int i = 0; i < n_v1_tasks; i++)
+      close(v1_tasks[i]);
+    if (child > 0)
+      cgroup_mark_v1_self_attached(r.cgroup);
+  }
   /* The same answer in parent and child: init then neither waits for nor gets a go message. */
   r.cgroup_done = child >= 0 && direct && in_cgroup && cgroup_whole_at_clone(r.cgroup);
   if (child < 0) {
@@ -637,6 +650,13 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
       goto fail;
   }
   if (child == 0) {
+    /* First, while single-threaded and still the runtime's uid: into the v1 hierarchies by
+     * ourselves (no RCU grace period, cgroup/cgroup.h), so everything we fork is there too. */
+    struct cm_error *attach_err = NULL;
+    if (cgroup_self_attach_v1(v1_tasks, (size_t)n_v1_tasks, &attach_err) < 0) {
+      sync_send_error(child_sock, attach_err);
+      _exit(1);
+    }
     /* The state dir's flock is shared by every copy of this fd: init must not keep holding it
      * while it waits for `start`, or every later command on this id would block. */
     close(r.dirfd);
