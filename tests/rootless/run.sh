@@ -13,7 +13,8 @@
 #   2 /etc/subuid ranges   rootless.bats again (newuidmap maps 65536 ids), every rootfs-tools
 #                          bundle maker (tests/integration/rootfs_tools.bats), the real MCP SDK
 #                          client against @modelcontextprotocol/server-filesystem through
-#                          codemode-run --profile mcp (tests/mcp/run.sh, its non-Docker cases)
+#                          codemode-run --profile mcp (tests/mcp/run.sh, its non-Docker cases:
+#                          1-4 and learn mode, 14-18)
 #   3 delegated cgroup v2  a cgroup v2 subtree chowned to the user (the host's v2 hierarchy,
 #                          mounted at /sys/fs/cgroup in the namespace): the container's cgroup is
 #                          made there, holds its processes, and is removed at delete
