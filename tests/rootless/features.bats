@@ -151,6 +151,32 @@ nothing_left() {
   says "read /data/sub/f" EACCES
 }
 
+@test "rootless landlock: scoped signal and abstract socket: an exec'd process cannot reach init of the same uid (ABI 6)" {
+  # Rootless, every process of the container is the user's own uid: only Landlock's scopes keep
+  # an exec'd process (its own domain) from signalling init or reaching another's socket.
+  set_args sleep 60
+  # Control: without Landlock (profile default) the same uid may signal init and connect.
+  run_cm run --detach -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  run_cm exec "$CID" /probe abstract-listen ctl 10
+  run_cm exec "$CID" /probe kill 1 abstract-connect ctl
+  echo "$output" >&3
+  says "kill 1" ok
+  says "abstract-connect ctl" ok
+  cm delete --force "$CID"
+  run_cm --profile mcp run --detach -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  # one domain: its own listener is reachable
+  run_cm --profile mcp exec "$CID" /probe abstract-listen same 5 abstract-connect same
+  says "abstract-connect same" ok
+  run_cm --profile mcp exec "$CID" /probe abstract-listen other 10
+  run_cm --profile mcp exec "$CID" /probe kill 1 abstract-connect other
+  echo "$output" >&3
+  says "kill 1" EPERM
+  says "abstract-connect other" EPERM
+  cm delete --force "$CID"
+}
+
 # --- learn mode and learned policies (issue 19) -------------------------------------------------
 
 # The run to learn reads a file of the /data bind (its directory is learned: files in a bind
