@@ -16,8 +16,9 @@ setup_file() {
   }
   cm_setup_file
   export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
-  export PROBE=$BATS_FILE_TMPDIR/probe
+  export PROBE=$BATS_FILE_TMPDIR/probe PAYLOAD=$BATS_FILE_TMPDIR/payload
   cc -static -O2 -Wall -Wextra -o "$PROBE" "$CM_REPO/tests/security/landlock/probe.c"
+  cc -static -O2 -Wall -Wextra -o "$PAYLOAD" "$CM_REPO/tests/security/mcp_escape/payload.c"
 }
 
 setup() {
@@ -263,9 +264,36 @@ learn_mounts() {
   echo "# learned policy: $learned syscalls; Docker's default profile: $docker" >&3
   [ "$learned" -gt 20 ]
   [ "$learned" -lt "$docker" ]
+  jq -e '.runs[0].seccompDenialsUnseen | test("CAP_AUDIT_READ")' "$POL" >/dev/null
   # and the run under it passes, as the user
   cmr --policy "$POL" -- sh -c "${WORK%%; cat /data/pub*}; echo worked"
   [ "$status" -eq 0 ]
   [[ "$output" == *worked* ]]
   [[ "$output" != *"can't"* ]]
+}
+
+@test "rootless learn: a server quiet while learning that attacks under its policy is contained, also when the policy is widened by hand" {
+  # The payload refuses to run without its marker (tests/security/mcp_escape/payload.c).
+  cp "$PAYLOAD" "$BUNDLE/rootfs/escape"
+  echo "codemode mcp escape test bundle" >"$BUNDLE/rootfs/.codemode-escape-marker"
+  cmr --learn "$POL" -- /escape quiet
+  [ "$status" -eq 0 ]
+  # Widened to allow every attack's syscalls and every file right: the mcp profile underneath
+  # still contains each one (a policy is stacked on mcp, never instead of it).
+  jq '.seccomp.syscalls += [{"names": ["ptrace","process_vm_readv","mount","fsopen","unshare","setns","clone",
+        "clone3","keyctl","add_key","bpf","io_uring_setup","userfaultfd","chroot","mknod","mknodat","openat","open",
+        "socket"],"action":"SCMP_ACT_ALLOW"}]
+      | .landlock.pathBeneath += [{"allowedAccess": ["execute","write_file","read_file","read_dir","remove_dir",
+        "remove_file","make_char","make_dir","make_reg","make_sock","make_fifo","make_block","make_sym","refer",
+        "truncate","ioctl_dev"], "parent": ["/"]}]' "$POL" >"$TEST_DIR/wide.json"
+  local a
+  for a in ptrace mount fsopen unshare setns clone_newuser keyctl bpf io_uring userfaultfd chroot mknod packet self_exe; do
+    cmr --policy "$POL" -- /escape "$a"
+    [ "$status" -eq 0 ] || { echo "policy: $a: status $status: $output"; return 1; }
+    [[ "$output" == *contained* && "$output" != *ESCAPED* ]] || { echo "policy: $a: $output"; return 1; }
+    cmr --policy "$TEST_DIR/wide.json" -- /escape "$a"
+    [ "$status" -eq 0 ] || { echo "widened: $a: status $status: $output"; return 1; }
+    [[ "$output" == *contained* && "$output" != *ESCAPED* ]] || { echo "widened: $a: $output"; return 1; }
+  done
+  nothing_left
 }
