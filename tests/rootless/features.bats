@@ -1,11 +1,15 @@
 #!/usr/bin/env bats
 # Landlock (issue 18) and learn mode (issue 19) as an unprivileged user, with the real kernel:
 # both issues say "works rootless"; tests/security/landlock.bats and learn.bats are their root
-# forms. tests/rootless/run.sh runs this file as its test user (pass 1: only the user's own uid
+# forms, tests/mcp/run.sh cases 14-18 the real MCP server's (also run as the user, pass 2).
+# tests/rootless/run.sh runs this file as its test user in pass 1 (only the user's own uid is
 # mapped). Every bundle here is made by the user (rootfs-tools/make-busybox-bundle.sh).
-#   CM_ROOTLESS_SUBUID=1   /etc/subuid ranges (pass 2)
 # A denial is shown to be Landlock's by a control: the same operation on the same mounts passes
 # where the layer is off (--profile default has no Landlock; without --deny the path is allowed).
+# Rootless, the kernel's seccomp records cannot be read (CAP_AUDIT_READ): seccomp still denies,
+# and the learned policy and the audit must say that they cannot show those denials.
+# Hostile payloads (tests/security/landlock/probe.c, mcp_escape/payload.c) refuse to run without
+# their bundle's marker.
 
 load ../lib/helpers
 
