@@ -54,6 +54,9 @@ chmod 0755 "$work"
 user=cmrl$$
 cleanup() {
   userdel "$user" >/dev/null 2>&1
+  # The /etc copy's tmpfs first: --one-file-system would skip its mount point, leaving $work.
+  umount /etc 2>/dev/null
+  umount "$work/etc" 2>/dev/null
   # Files a container made under a subordinate uid are not the user's to remove.
   rm -rf --one-file-system "$work" 2>/dev/null
 }
