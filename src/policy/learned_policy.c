@@ -247,6 +247,7 @@ void learned_run_clear(struct learned_run *r) {
   free(r->source);
   free(r->command);
   free(r->kernel);
+  free(r->seccomp_unseen);
   spec_strv_free(&r->mounts);
   memset(r, 0, sizeof(*r));
 }
@@ -286,6 +287,7 @@ void learned_run_copy(struct learned_run *dst, const struct learned_run *src, in
   dst->source = src->source ? xstrdup(src->source) : NULL;
   dst->command = src->command ? xstrdup(src->command) : NULL;
   dst->kernel = src->kernel ? xstrdup(src->kernel) : NULL;
+  dst->seccomp_unseen = src->seccomp_unseen ? xstrdup(src->seccomp_unseen) : NULL;
   for (size_t i = 0; i < src->mounts.count; i++)
     spec_strv_push(&dst->mounts, src->mounts.items[i]);
 }

@@ -6,7 +6,10 @@
  *    "comment": "...",
  *    "runs": [{"run": 1, "started": "...", "seconds": 4.2, "source": "...", "command": "...",
  *              "kernel": "6.18.44", "landlockAbi": 7, "notifications": 5120,
- *              "mounts": ["/data", "/tmp", …]}],
+ *              "mounts": ["/data", "/tmp", …],
+ *              "seccompDenialsUnseen": "why" (only when the kernel's seccomp records could not
+ *              be read, rootless: what the profile denied is then missing from
+ *              deniedDuringLearning)}],
  *    "seccomp": {Docker's seccomp profile format: defaultAction SCMP_ACT_ERRNO, the baseline,
  *                one entry per syscall seen (argument rules where the run showed a small set
  *                of clone flags, socket families/types, ioctl requests, prctl options), each
@@ -89,6 +92,9 @@ struct learned_run {
   int landlock_abi;
   uint64_t notifications;
   struct spec_strv mounts; /* the container's mount destinations: paths do not collapse above them */
+  /* Why the kernel's seccomp records were not read (no CAP_AUDIT_READ: a rootless run), so what
+   * the profile denied while learning is not in deniedDuringLearning; NULL when they were. */
+  char *seccomp_unseen;
 };
 
 struct learned_policy {

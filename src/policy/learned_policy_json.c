@@ -263,7 +263,10 @@ char *learned_policy_json(const struct learned_policy *p) {
       fputs(k ? ", " : "", f);
       put_str(f, r->mounts.items[k]);
     }
-    fputs("]}", f);
+    fputs("]", f);
+    if (r->seccomp_unseen)
+      put_kv(f, "seccompDenialsUnseen", r->seccomp_unseen, true);
+    fputs("}", f);
   }
   fputs(p->n_runs ? "\n  ],\n" : "],\n", f);
   fputs("  \"seccomp\": ", f);
@@ -497,7 +500,8 @@ static int parse_runs(struct jctx *c, yajl_val root, struct learned_policy *out,
         jget_string(c, e, "kernel", &r->kernel, err) < 0 ||
         jget_int(c, e, "landlockAbi", 0, 1 << 10, &r->landlock_abi, err) < 0 ||
         jget_u64(c, e, "notifications", UINT64_MAX, &r->notifications, err) < 0 ||
-        jget_strv(c, e, "mounts", &r->mounts, err) < 0)
+        jget_strv(c, e, "mounts", &r->mounts, err) < 0 ||
+        jget_string(c, e, "seccompDenialsUnseen", &r->seccomp_unseen, err) < 0)
       return -1;
     if (secs && YAJL_IS_NUMBER(secs))
       r->seconds = YAJL_GET_DOUBLE(secs);

@@ -296,10 +296,13 @@ void audit_session_summary(struct audit_session *a, int to) {
   cleanup_fclose FILE *f = fdopen(dup(to), "w");
   if (f == NULL)
     return;
+  /* Without the kernel's seccomp records (rootless) only file and host denials can be counted:
+   * never claim the run had no denial at all. */
+  const char *what = a->no_records ? " file or host" : "";
   if (a->n == 0)
-    fprintf(f, "codemode-run: audit: no denial in this run\n");
+    fprintf(f, "codemode-run: audit: no%s denial in this run\n", what);
   else
-    fprintf(f, "codemode-run: audit: %zu denial%s in this run:\n", a->n, a->n == 1 ? "" : "s");
+    fprintf(f, "codemode-run: audit: %zu%s denial%s in this run:\n", a->n, what, a->n == 1 ? "" : "s");
   for (size_t i = 0; i < a->n; i++) {
     fprintf(f, "  %s", a->d[i].text);
     if (a->d[i].count > 1)
@@ -309,7 +312,10 @@ void audit_session_summary(struct audit_session *a, int to) {
       fprintf(f, "    allowed by this policy line: %s\n", a->d[i].allow_with);
   }
   if (a->no_records)
-    fprintf(f, "codemode-run: audit: seccomp denials were enforced but cannot be shown: %s\n", a->no_records);
+    fprintf(f,
+            "codemode-run: audit: syscalls denied by seccomp cannot be shown (the kernel enforced them "
+            "regardless): %s\n",
+            a->no_records);
 }
 
 void audit_session_free(struct audit_session *a) {

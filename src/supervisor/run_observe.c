@@ -53,6 +53,7 @@ struct run_observe {
   struct timeval started;
   char started_text[32];
   char *source;
+  char *no_records; /* why the kernel's seccomp records cannot be read (rootless), or NULL */
 };
 
 /* Learning with an audit log: both hear everything. */
@@ -72,6 +73,8 @@ static void tee_denial(void *arg, const struct kernel_denial *d) {
 }
 static void tee_no_records(void *arg, const char *why) {
   struct run_observe *r = arg;
+  free(r->no_records);
+  r->no_records = xstrdup(why);
   if (r->audit && r->audit_sink.no_kernel_records)
     r->audit_sink.no_kernel_records(r->audit_sink.arg, why);
   else
@@ -319,6 +322,8 @@ int run_observe_finish(struct run_observe *r, const struct run_options *o, const
             (double)(end.tv_sec - r->started.tv_sec) + (double)(end.tv_usec - r->started.tv_usec) / 1e6,
         .landlock_abi = landlock_abi() > SPEC_LANDLOCK_ABI_KNOWN ? SPEC_LANDLOCK_ABI_KNOWN : landlock_abi(),
         .notifications = r->obs.notifications,
+        /* said in the file, so that a merge or a reader knows deniedDuringLearning is partial */
+        .seccomp_unseen = r->no_records,
     };
     learn_session_mounts(r->learn, s); /* with the mounts codemode-run added after the profile */
     rc = learn_session_write(r->learn, r->learn_to, &run, r->audit_fd, r->audit_start, err);
@@ -348,5 +353,6 @@ void run_observe_free(struct run_observe *r) {
   if (r->audit_fd >= 0)
     close(r->audit_fd);
   free(r->source);
+  free(r->no_records);
   free(r);
 }

@@ -224,7 +224,8 @@ EOF
 @test "rootless CVE-2019-5736: an entrypoint '#!/proc/self/exe' runs the sealed trampoline, not the user's own runtime binary" {
   # The runtime under test is a copy this user owns (writable, as a rootless install is): were
   # /proc/self/exe the runtime at the entrypoint's execve, the container (whose root is this
-  # user) could rewrite it. The trampoline runs the interpreter's argument as a program instead.
+  # user) could rewrite it. The trampoline refuses the interpreter's argument as its own usage
+  # (where the runtime would have parsed it as its --log option), as in tests/security's form.
   cp "$CODEMODE" "$TEST_DIR/codemode-copy"
   local sum
   sum=$(sha256sum <"$TEST_DIR/codemode-copy")

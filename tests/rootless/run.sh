@@ -6,13 +6,15 @@
 # inside a private mount namespace whose /etc is a tmpfs copy of the host's, so neither useradd
 # nor the /etc/subuid variants ever touch the host's files; the user is removed at the end and
 # the copy goes with the namespace. Passes:
-#   1 no subordinate ids   tests/rootless/rootless.bats, and as that user tests/security's
+#   1 no subordinate ids   tests/rootless/rootless.bats and features.bats (Landlock, learn mode
+#                          and learned policies as the user), and as that user tests/security's
 #                          mcp_escape*.bats and the CVE-2019-5736 exec case (the runtime copy
 #                          under test is the user's own, writable file)
 #   2 /etc/subuid ranges   rootless.bats again (newuidmap maps 65536 ids), every rootfs-tools
 #                          bundle maker (tests/integration/rootfs_tools.bats), the real MCP SDK
 #                          client against @modelcontextprotocol/server-filesystem through
-#                          codemode-run --profile mcp (tests/mcp/run.sh, its non-Docker cases)
+#                          codemode-run --profile mcp (tests/mcp/run.sh, its non-Docker cases:
+#                          1-4 and learn mode, 14-18)
 #   3 delegated cgroup v2  a cgroup v2 subtree chowned to the user (the host's v2 hierarchy,
 #                          mounted at /sys/fs/cgroup in the namespace): the container's cgroup is
 #                          made there, holds its processes, and is removed at delete
@@ -140,6 +142,8 @@ for pass in $passes; do
       : >/etc/subgid
       echo "# pass 1: rootless without subordinate ids (only uid $uid is mapped)"
       run_bats "no subuid" "$here/rootless.bats"
+      # Landlock (issue 18) and learn mode (issue 19) as the user.
+      run_bats "no subuid" "$here/features.bats"
       run_bats "no subuid" "$repo/tests/security/mcp_escape.bats" "$repo/tests/security/mcp_exec.bats"
       # The other cases put an attacker into a container whose init still waits for `start`: a
       # rootless runtime cannot enter one (its init is closed to it until it execs, which is the

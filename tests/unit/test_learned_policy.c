@@ -207,6 +207,8 @@ static void test_argument_limits(void **state) {
 static void test_round_trip(void **state) {
   struct learned_policy p = {0};
   sample(&p);
+  /* a rootless run says its deniedDuringLearning is partial; the file and a merge keep it */
+  p.runs[0].seccomp_unseen = xstrdup("no CAP_AUDIT_READ");
   char *a = learned_policy_json(&p);
   struct learned_policy q;
   struct cm_error *err = NULL;
@@ -241,6 +243,11 @@ static void test_round_trip(void **state) {
   assert_true(found);
   assert_int_equal(q.n_hosts, 1);
   assert_string_equal(q.hosts[0].text, "allow-host api.example.com:443");
+  assert_non_null(strstr(a, "\"seccompDenialsUnseen\": \"no CAP_AUDIT_READ\""));
+  struct learned_policy m = {0};
+  learned_policy_merge(&m, &q);
+  assert_string_equal(m.runs[0].seccomp_unseen, "no CAP_AUDIT_READ");
+  learned_policy_free(&m);
   free(a);
   free(b);
   learned_policy_free(&p);
