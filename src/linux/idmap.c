@@ -276,24 +276,8 @@ int idmap_overlay(const struct overlay_layers *l, int userns_fd, uid_t owner_uid
     if (fsconfig_string(fs, "upperdir", upper, err) < 0 || fsconfig_string(fs, "workdir", work, err) < 0)
       goto out;
   }
-  if (l->extra_options) {
-    cleanup_free char *copy = strdup(l->extra_options);
-    char *save = NULL;
-    for (char *opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
-      char *eq = strchr(opt, '=');
-      int r;
-      if (eq) {
-        *eq = '\0';
-        r = fsconfig(fs, FSCONFIG_SET_STRING, opt, eq + 1, 0);
-      } else {
-        r = fsconfig(fs, FSCONFIG_SET_FLAG, opt, NULL, 0);
-      }
-      if (r < 0) {
-        cm_error_set(err, errno, "overlay option %s", opt);
-        goto out;
-      }
-    }
-  }
+  if (l->extra_options && mount_fs_config_options(fs, "overlay", l->extra_options, err) < 0)
+    goto out;
   if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
     int e = errno;
     char msg[256] = "";

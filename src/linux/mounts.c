@@ -61,7 +61,7 @@ static void append_kernel_message(int fs_fd, char *buf, size_t size) {
   snprintf(buf, size, " (%s)", msg + 2);
 }
 
-static int fs_config_options(int fs_fd, const char *type, const char *data, struct cm_error **err) {
+int mount_fs_config_options(int fs_fd, const char *type, const char *data, struct cm_error **err) {
   if (!data || !*data)
     return 0;
   cleanup_free char *copy = strdup(data);
@@ -96,7 +96,7 @@ int mount_new_fs_labeled(const char *type, const char *source, unsigned long fla
     return cm_error_set(err, errno, "fsopen %s", type);
   if (source && *source && fsconfig(fs_fd, FSCONFIG_SET_STRING, "source", source, 0) < 0)
     return cm_error_set(err, errno, "%s source \"%s\"", type, source);
-  if (fs_config_options(fs_fd, type, data, err) < 0)
+  if (mount_fs_config_options(fs_fd, type, data, err) < 0)
     return -1;
   /* linux.mountLabel: set on its own, since an SELinux context may itself contain commas. */
   if (selinux_context && fsconfig(fs_fd, FSCONFIG_SET_STRING, "context", selinux_context, 0) < 0)

@@ -19,6 +19,9 @@ void mount_attr_from_flags(unsigned long flags, unsigned long clear_flags, struc
 /* A new, detached filesystem mount ("tmpfs", "proc" …). `data` is the comma-separated option
  * string mount(2) would take. Returns the mount fd; errors name the type and include the
  * kernel's own message when it gives one. */
+/* Each "key=value" or "flag" of comma-separated `data` as fsconfig(2) on fs_fd; an error names
+ * the option and the kernel's own message. */
+int mount_fs_config_options(int fs_fd, const char *type, const char *data, struct cm_error **err);
 int mount_new_fs_labeled(const char *type, const char *source, unsigned long flags, const char *data,
                          const char *selinux_context, struct cm_error **err);
 int mount_new_fs(const char *type, const char *source, unsigned long flags, const char *data,

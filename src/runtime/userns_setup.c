@@ -19,29 +19,16 @@
 #include "util/log.h"
 #include "util/sync.h"
 
-/* The login name of uid from /etc/passwd (no NSS: the binary is static), or NULL. */
-static char *passwd_name(uid_t uid) {
-  cleanup_fclose FILE *f = fopen("/etc/passwd", "re");
-  char line[1024];
-  while (f && fgets(line, sizeof(line), f)) {
-    char *save = NULL;
-    char *name = strtok_r(line, ":", &save);
-    strtok_r(NULL, ":", &save);
-    char *id = strtok_r(NULL, ":", &save);
-    if (name && id && strtoul(id, NULL, 10) == uid)
-      return strdup(name);
-  }
-  return NULL;
-}
-static char *group_name(gid_t gid) {
-  cleanup_fclose FILE *f = fopen("/etc/group", "re");
+/* The name of id in /etc/passwd or /etc/group (no NSS: the binary is static), or NULL. */
+static char *db_name(const char *db, unsigned long id) {
+  cleanup_fclose FILE *f = fopen(db, "re");
   char line[4096];
   while (f && fgets(line, sizeof(line), f)) {
     char *save = NULL;
     char *name = strtok_r(line, ":", &save);
     strtok_r(NULL, ":", &save);
-    char *id = strtok_r(NULL, ":", &save);
-    if (name && id && strtoul(id, NULL, 10) == gid)
+    char *num = strtok_r(NULL, ":", &save);
+    if (name && num && strtoul(num, NULL, 10) == id)
       return strdup(name);
   }
   return NULL;
@@ -145,8 +132,8 @@ int userns_setup_decide(struct spec *s, struct userns_setup *u, struct cm_error 
     if (!root) {
       if (l->userns_auto || (l->n_uid_mappings == 0 && l->n_gid_mappings == 0)) {
         struct spec_id_mapping uids[2], gids[2];
-        cleanup_free char *uname = passwd_name(geteuid());
-        cleanup_free char *gname = group_name(getegid());
+        cleanup_free char *uname = db_name("/etc/passwd", geteuid());
+        cleanup_free char *gname = db_name("/etc/group", getegid());
         int nu = rootless_maps("/etc/subuid", "newuidmap", geteuid(), uname, uids, err);
         int ng = nu < 0 ? -1 : rootless_maps("/etc/subgid", "newgidmap", getegid(), gname, gids, err);
         if (nu < 0 || ng < 0)

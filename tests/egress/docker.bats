@@ -53,16 +53,6 @@ teardown() {
   docker rm -f "$NAME" "$NAME-2" >/dev/null 2>&1 || true
 }
 
-# Brokers running in this lab's network namespace (where the shim runs them), not another run's.
-live_brokers() {
-  local lab pid
-  lab=$(stat -L -c %i "/run/netns/$LAB_NET" 2>/dev/null) || return 0
-  for pid in $(ps -eo pid=,stat=,comm= | awk '$3 == "codemode-broker" && $2 !~ /^Z/ { print $1 }'); do
-    [ "$(stat -L -c %i "/proc/$pid/ns/net" 2>/dev/null)" = "$lab" ] && echo "$pid"
-  done
-  return 0
-}
-
 # drun CMD…: the command in a --rm container of the egress image under codemode-args.
 drun() {
   run timeout 120 docker run --rm -i --runtime=codemode-args --network none --name "$NAME" \

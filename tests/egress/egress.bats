@@ -32,18 +32,6 @@ setup() {
   brokers_before=$(live_brokers | wc -l)
 }
 
-# Brokers still running (a zombie has exited: this machine's pid 1 is slow to reap orphans), in
-# this lab's network namespace only (where codemode-run runs them): another run's lab on the same
-# machine has its own.
-live_brokers() {
-  local lab pid
-  lab=$(stat -L -c %i "/run/netns/$LAB_NET" 2>/dev/null) || return 0
-  for pid in $(ps -eo pid=,stat=,comm= | awk '$3 == "codemode-broker" && $2 !~ /^Z/ { print $1 }'); do
-    [ "$(stat -L -c %i "/proc/$pid/ns/net" 2>/dev/null)" = "$lab" ] && echo "$pid"
-  done
-  return 0
-}
-
 teardown() {
   local d
   for d in "$ROOT"/*/; do [ -d "$d" ] && "$CODEMODE" --root "$ROOT" delete --force "$(basename "$d")" 2>/dev/null; done

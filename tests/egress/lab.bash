@@ -95,3 +95,15 @@ lab_down() {
 
 # nsenter, not `ip netns exec`: that one remounts /sys, which hides the cgroup hierarchies.
 in_net() { nsenter --net="/run/netns/$LAB_NET" "$@"; }
+
+# live_brokers: the pids of codemode-brokers still running (a zombie has exited: this machine's
+# pid 1 is slow to reap orphans) in this lab's network namespace, where codemode-run and the
+# shim run them: another run's lab on the same machine has its own.
+live_brokers() {
+  local lab pid
+  lab=$(stat -L -c %i "/run/netns/$LAB_NET" 2>/dev/null) || return 0
+  for pid in $(ps -eo pid=,stat=,comm= | awk '$3 == "codemode-broker" && $2 !~ /^Z/ { print $1 }'); do
+    [ "$(stat -L -c %i "/proc/$pid/ns/net" 2>/dev/null)" = "$lab" ] && echo "$pid"
+  done
+  return 0
+}
