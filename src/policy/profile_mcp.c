@@ -171,11 +171,6 @@ static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm
   return 0;
 }
 
-/* Container root is never host root: a user namespace always, its mappings never naming host
- * id 0. With one the config leaves to us, the runtime maps the container to a host range of its
- * own (root) or to the caller's ids (rootless); either way the namespace is created by the
- * unprivileged host uid, so per-uid kernel budgets (inotify, mqueue, RLIMIT_NPROC, keys) are
- * that uid's and never host root's (runtime/userns_setup.h). */
 /* A container that joins namespaces a user namespace other than ours owns (a pod's: the
  * sandbox made them under the range the profile gave it) joins that user namespace too, as the
  * containers of a Kubernetes pod with its own user namespace do. A namespace of its own would
@@ -211,6 +206,11 @@ static int join_owner_userns(struct spec *s, struct policy_report *r, struct cm_
   return 0;
 }
 
+/* Container root is never host root: a user namespace always, its mappings never naming host
+ * id 0. With one the config leaves to us, the runtime maps the container to a host range of its
+ * own (root) or to the caller's ids (rootless); either way the namespace is created by the
+ * unprivileged host uid, so per-uid kernel budgets (inotify, mqueue, RLIMIT_NPROC, keys) are
+ * that uid's and never host root's (runtime/userns_setup.h). */
 static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_error **err) {
   struct spec_linux *l = &s->linux_;
   struct spec_namespace *ns = &l->namespaces[SPEC_NS_USER];
