@@ -280,7 +280,7 @@ fuzz: $(FUZZ_BINS)
 	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
 
 .PHONY: fuzz fuzz-bins
--include $(FUZZ_LIB_OBJS:.o=.d)
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_LEARNED_OBJS:.o=.d) $(B)/fuzz/src/image/unpack.d
 
 # Side-by-side start-up benchmark: codemode vs runc vs crun (tests/bench/run.sh; issue 7).
 # Reports only, never fails on timings. CI: make bench BENCH_RUNS=5
