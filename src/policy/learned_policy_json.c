@@ -13,6 +13,7 @@
 #include "policy/seccomp_profile.h"
 #include "spec/json_util.h"
 #include "util/cleanup.h"
+#include "util/json_escape.h"
 
 /* --- names for the numbers in argument rules ------------------------------------------------- */
 
@@ -88,24 +89,13 @@ char *learned_json_string(const char *s) {
   char *out = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&out, &len);
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
+  json_put_string(f, s);
   fclose(f);
   return out;
 }
 
 static void put_str(FILE *f, const char *s) {
-  char *j = learned_json_string(s ? s : "");
-  fputs(j, f);
-  free(j);
+  json_put_string(f, s ? s : "");
 }
 
 static void put_kv(FILE *f, const char *key, const char *value, bool comma) {

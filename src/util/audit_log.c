@@ -10,6 +10,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "util/json_escape.h"
+
 int audit_log_open(const char *path, struct cm_error **err) {
   int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_NONBLOCK, 0600);
   if (fd < 0)
@@ -47,16 +49,8 @@ void audit_time_format(time_t sec, long ms, char buf[32]) {
 static void put_str(FILE *f, const char *key, const char *v) {
   if (v == NULL || *v == '\0')
     return;
-  fprintf(f, ",\"%s\":\"", key);
-  for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
+  fprintf(f, ",\"%s\":", key);
+  json_put_string(f, v);
 }
 
 void audit_log_write(int fd, const char *id, const struct audit_log_record *r) {

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/json_escape.h"
+
 static struct {
   int fd; /* -1: stderr */
   enum cm_log_format format;
@@ -38,22 +40,6 @@ static const char *level_name(enum cm_log_level l) {
   case CM_LOG_WARN: return "warning";
   case CM_LOG_INFO: return "info";
   default: return "debug";
-  }
-}
-
-static void json_escape(FILE *f, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c == '\n')
-      fputs("\\n", f);
-    else if (c == '\t')
-      fputs("\\t", f);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
   }
 }
 
@@ -95,7 +81,7 @@ void cm_log(enum cm_log_level level, const char *fmt, ...) {
   cm_now_rfc3339(when);
   if (logger.format == CM_LOG_JSON) {
     fprintf(f, "{\"level\":\"%s\",\"msg\":\"", level_name(level));
-    json_escape(f, msg);
+    json_put_escaped(f, msg);
     fprintf(f, "\",\"time\":\"%s\"}\n", when);
   } else {
     fprintf(f, "%s %s: %s\n", when, level_name(level), msg);
