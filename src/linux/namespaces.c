@@ -164,19 +164,15 @@ static bool same_file(int a, int b) {
   return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-int ns_owner_userns_path(const char *path, int mine, char *out, size_t outsz, struct cm_error **err) {
+bool ns_owner_userns_path(const char *path, int mine, char *out, size_t outsz) {
   cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return cm_error_set(err, errno, "open namespace %s", path);
-  cleanup_close int owner = ioctl(fd, NS_GET_USERNS);
-  if (owner < 0)
-    return errno == EPERM ? 0 : cm_error_set(err, errno, "ioctl(%s, NS_GET_USERNS)", path);
-  if (same_file(owner, mine))
-    return 0;
+  cleanup_close int owner = fd < 0 ? -1 : ioctl(fd, NS_GET_USERNS);
+  if (owner < 0 || same_file(owner, mine))
+    return false;
   int pid = 0, end = 0;
   if (sscanf(path, "/proc/%d/ns/%*[a-z_]%n", &pid, &end) != 1 || end == 0 || path[end] != '\0' || pid <= 0)
-    return 0;
+    return false;
   snprintf(out, outsz, "/proc/%d/ns/user", pid);
   cleanup_close int user = open(out, O_RDONLY | O_CLOEXEC);
-  return user >= 0 && same_file(user, owner) ? 1 : 0;
+  return user >= 0 && same_file(user, owner);
 }

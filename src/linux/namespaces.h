@@ -2,6 +2,7 @@
 #ifndef CM_LINUX_NAMESPACES_H
 #define CM_LINUX_NAMESPACES_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 #include "spec/spec.h"
 #include "util/error.h"
@@ -16,10 +17,11 @@ int ns_write_id_mappings(pid_t pid, const struct spec_linux *l, struct cm_error 
  * /proc/self/timens_offsets from linux.timeOffsets. No-op when none is given. */
 int ns_write_time_offsets(const struct spec_linux *l, struct cm_error **err);
 /* The user namespace that owns the namespace at `path` (ioctl NS_GET_USERNS), as a path to join:
- * "/proc/PID/ns/user" when `path` is a /proc/PID/ns/… file whose process's user namespace is
- * that owner. 1 and the path in `out` when the owner is not `mine` (the caller's own user
- * namespace, an open fd); 0 when it is ours, or cannot be named by a path; -1 on a bad path. */
-int ns_owner_userns_path(const char *path, int mine, char *out, size_t outsz, struct cm_error **err);
+ * true and "/proc/PID/ns/user" in `out` when that owner is not `mine` (the caller's own user
+ * namespace, an open fd) and `path` is a /proc/PID/ns/… file whose process's user namespace is
+ * the owner; false otherwise, a path that cannot be opened included (joining it fails later,
+ * naming it). */
+bool ns_owner_userns_path(const char *path, int mine, char *out, size_t outsz);
 /* sethostname/setdomainname (NULL = leave). */
 int ns_set_uts_names(const char *hostname, const char *domainname, struct cm_error **err);
 

@@ -175,24 +175,14 @@ static int tighten_namespaces(struct spec *s, struct policy_report *r, struct cm
  * sandbox made them under the range the profile gave it) joins that user namespace too, as the
  * containers of a Kubernetes pod with its own user namespace do. A namespace of its own would
  * not own the pod's IPC or network namespace: mqueue and sysfs could not be mounted there, and
- * the pod's containers could not share IPC objects across two ranges. 1 when joined. */
-static int join_owner_userns(struct spec *s, struct policy_report *r, struct cm_error **err) {
+ * the pod's containers could not share IPC objects across two ranges. True when joined. */
+static bool join_owner_userns(struct spec *s, struct policy_report *r) {
   static const enum spec_ns_type shared[] = {SPEC_NS_IPC, SPEC_NS_NETWORK, SPEC_NS_UTS, SPEC_NS_PID};
   cleanup_close int mine = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
-  if (mine < 0)
-    return 0;
-  for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
+  for (size_t i = 0; mine >= 0 && i < sizeof(shared) / sizeof(shared[0]); i++) {
     const struct spec_namespace *other = &s->linux_.namespaces[shared[i]];
     char path[64];
-    if (!other->present || other->path == NULL)
-      continue;
-    int got = ns_owner_userns_path(other->path, mine, path, sizeof(path), err);
-    if (got < 0) {
-      cm_error_free(*err); /* the runtime names a bad path when it joins it */
-      *err = NULL;
-      continue;
-    }
-    if (got == 0)
+    if (!other->present || other->path == NULL || !ns_owner_userns_path(other->path, mine, path, sizeof(path)))
       continue;
     struct spec_namespace *ns = &s->linux_.namespaces[SPEC_NS_USER];
     ns->present = true;
@@ -201,9 +191,9 @@ static int join_owner_userns(struct spec *s, struct policy_report *r, struct cm_
     policy_report_add(r, "linux.namespaces: joins the user namespace %s, which owns the %s namespace it shares "
                          "(%s): a pod's containers share one range",
                       path, spec_ns_proc_name(shared[i]), other->path);
-    return 1;
+    return true;
   }
-  return 0;
+  return false;
 }
 
 /* Container root is never host root: a user namespace always, its mappings never naming host
@@ -219,8 +209,8 @@ static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_err
       return cm_error_set(err, EPERM, "linux.namespaces: joining the host user namespace (%s) is refused", ns->path);
     return 0;
   }
-  if (!ns->present && geteuid() == 0 && join_owner_userns(s, r, err) != 0)
-    return *err ? -1 : 0;
+  if (!ns->present && geteuid() == 0 && join_owner_userns(s, r))
+    return 0;
   if (!ns->present) {
     ns->present = true;
     l->userns_auto = true;
