@@ -15,28 +15,9 @@ bats_require_minimum_version 1.5.0
 
 IMG=cm-busybox
 
-setup_file() {
-  [ "$(id -u)" -eq 0 ] || skip "needs root"
-  [ -x "$CODEMODE" ] || skip "no codemode binary at $CODEMODE"
-  dockerd_install || skip "docker.io cannot be installed here"
-  # Short path: containerd's sockets live under the exec root (108-byte limit).
-  DK_DIR=$(mktemp -d /tmp/cm-dk.XXXXXX)
-  dockerd_start "$DK_DIR"
-  export DK_DIR DOCKER_HOST DOCKER_CONFIG
-}
+setup_file() { dockerd_setup_file cm-dk; }
 
-teardown_file() {
-  local left=
-  if [ -n "${DK_DIR:-}" ]; then
-    left=$(docker ps -aq 2>/dev/null)
-    dockerd_stop
-  fi
-  # Every case removes its containers: anything left is a failure of the suite.
-  [ -z "$left" ] || {
-    echo "containers left behind: $left" >&2
-    return 1
-  }
-}
+teardown_file() { dockerd_teardown_file; }
 
 setup() {
   CASE_TAG=cm$(printf '%s' "$BATS_TEST_NAME" | md5sum | cut -c1-8)

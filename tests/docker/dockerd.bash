@@ -106,3 +106,28 @@ dockerd_stop() {
   rm -rf "$DK_DIR"
   unset DOCKER_HOST DOCKER_CONFIG DK_DIR
 }
+
+# The setup_file and teardown_file of a bats file with a private dockerd of its own (docker.bats,
+# userns.bats). DIR_PREFIX names its directory under /tmp: short, since containerd's sockets live
+# under the exec root (108-byte limit). Every case removes its containers, so teardown fails on
+# any container left.
+dockerd_setup_file() {
+  [ "$(id -u)" -eq 0 ] || skip "needs root"
+  [ -x "$CODEMODE" ] || skip "no codemode binary at $CODEMODE"
+  dockerd_install || skip "docker.io cannot be installed here"
+  DK_DIR=$(mktemp -d "/tmp/$1.XXXXXX")
+  dockerd_start "$DK_DIR"
+  export DK_DIR DOCKER_HOST DOCKER_CONFIG
+}
+
+dockerd_teardown_file() {
+  local left=
+  if [ -n "${DK_DIR:-}" ]; then
+    left=$(docker ps -aq 2>/dev/null)
+    dockerd_stop
+  fi
+  [ -z "$left" ] || {
+    echo "containers left behind: $left" >&2
+    return 1
+  }
+}

@@ -15,26 +15,9 @@ bats_require_minimum_version 1.5.0
 
 IMG=cm-busybox
 
-setup_file() {
-  [ "$(id -u)" -eq 0 ] || skip "needs root"
-  [ -x "$CODEMODE" ] || skip "no codemode binary at $CODEMODE"
-  dockerd_install || skip "docker.io cannot be installed here"
-  DK_DIR=$(mktemp -d /tmp/cm-dku.XXXXXX)
-  dockerd_start "$DK_DIR"
-  export DK_DIR DOCKER_HOST DOCKER_CONFIG
-}
+setup_file() { dockerd_setup_file cm-dku; }
 
-teardown_file() {
-  local left=
-  if [ -n "${DK_DIR:-}" ]; then
-    left=$(docker ps -aq 2>/dev/null)
-    dockerd_stop
-  fi
-  [ -z "$left" ] || {
-    echo "containers left behind: $left" >&2
-    return 1
-  }
-}
+teardown_file() { dockerd_teardown_file; }
 
 setup() {
   HOST_DIR=$(mktemp -d "$DK_DIR/case.XXXXXX")
