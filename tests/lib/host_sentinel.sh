@@ -60,7 +60,9 @@ watched_binaries() {
 watched_paths() {
   find /dev /etc -xdev -print0 2>/dev/null
   watched_binaries "$@" | tr '\n' '\0'
-  find "$repo/tests" \( -path '*/fixtures/*' -o -path "$repo/tests/fuzz/corpus/*" \) -print0 2>/dev/null
+  # Not the suites' own caches (tests/*/.work: npm packages a suite installs on first use, whose
+  # test fixtures would otherwise count as the tree's).
+  find "$repo/tests" -path "$repo/tests/*/.work" -prune -o \( -path '*/fixtures/*' -o -path "$repo/tests/fuzz/corpus/*" \) -print0 2>/dev/null
 }
 
 # One line per path, sorted: PATH<TAB>TYPE OWNER MODE DEVICE CTIME [HASH | ->TARGET]. A few

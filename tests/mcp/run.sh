@@ -47,14 +47,12 @@ done
 [ -x "$CODEMODE_RUN" ] || { echo "tests/mcp: $CODEMODE_RUN is not built (run make)" >&2; exit 1; }
 
 cache=$here/.work
-if ! cmp -s "$here/package.json" "$cache/package.json" || [ ! -d "$cache/node_modules/@modelcontextprotocol/sdk" ]; then
-  mkdir -p "$cache"
-  cp "$here/package.json" "$cache/package.json"
-  (cd "$cache" && timeout 600 npm install --no-audit --no-fund --cache "$cache/npm-cache" >&2) || {
-    echo "tests/mcp: npm install failed (is the npm registry reachable?)" >&2
-    exit 77
-  }
-fi
+# The npm packages and the warm npx cache of the --host cases, on first use (deps.sh, which
+# .ci/run calls beforehand): a plain `make check` from a fresh clone needs them too.
+"$here/deps.sh" >&2 || {
+  echo "tests/mcp: npm install failed (is the npm registry reachable?)" >&2
+  exit 77
+}
 
 # Under /tmp, not the suite's TMPDIR: that may be on /dev/shm, and the mcp profile refuses every
 # bind mount from /dev (a host system tree), the test's /data among them.
