@@ -18,6 +18,7 @@
 #include "cgroup/internal.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/host_root.h"
 
 #define CGROUP_FS_ROOT "/sys/fs/cgroup"
 #define CGROUP_HYBRID_V2_MOUNT CGROUP_FS_ROOT "/unified"
@@ -198,7 +199,7 @@ static int apply_resources(struct cgroup *cg, const struct spec_resources *r, co
   /* Not root (rootless, in a delegated subtree or a user scope): no device filter, which needs
    * CAP_BPF. Its container cannot make a device node (mknod is refused in a user namespace) and
    * reaches only the host's nodes bound in, as their modes allow. */
-  if (geteuid() != 0) {
+  if (!cm_host_root()) {
     rules = NULL;
     n_rules = 0;
   }

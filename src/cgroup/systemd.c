@@ -15,6 +15,7 @@
 #include "cgroup/internal.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/host_root.h"
 
 #include <dlfcn.h>
 #include <systemd/sd-bus.h>
@@ -106,7 +107,7 @@ static int sd_api_load(struct cm_error **err) {
 
 /* Not root: the user's own manager (systemd --user), at $XDG_RUNTIME_DIR (runtime/rootless.h). */
 static bool user_manager(void) {
-  return geteuid() != 0;
+  return !cm_host_root();
 }
 
 int cg_systemd_check_running(struct cm_error **err) {
@@ -116,7 +117,7 @@ int cg_systemd_check_running(struct cm_error **err) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/systemd/private", xdg ? xdg : "");
     if (xdg == NULL || stat(path, &st) < 0)
-      return cm_error_set(err, 0, "systemd cgroup driver: no systemd user manager for uid %u (no %s)", geteuid(),
+      return cm_error_set(err, 0, "systemd cgroup driver: no systemd user manager for uid %u (no %s)", cm_host_uid(),
                           xdg ? path : "XDG_RUNTIME_DIR");
     return 0;
   }

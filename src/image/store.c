@@ -29,10 +29,11 @@
 #include "image/unpack_internal.h"
 #include "spec/json_util.h"
 #include "util/cleanup.h"
+#include "util/host_root.h"
 
 char *store_default_dir(void) {
   char *out;
-  if (geteuid() == 0)
+  if (cm_host_root())
     return strdup("/var/lib/codemode");
   const char *xdg = getenv("XDG_DATA_HOME");
   if (xdg && xdg[0] == '/') {
@@ -65,7 +66,7 @@ static int mkdir_p(const char *path, mode_t mode) {
 int store_open(struct image_store *st, const char *dir, struct cm_error **err) {
   memset(st, 0, sizeof(*st));
   st->root_fd = -1;
-  st->rootless = geteuid() != 0;
+  st->rootless = !cm_host_root();
   char *d = dir ? strdup(dir) : store_default_dir();
   if (d == NULL)
     return cm_error_set(err, 0, "image store: no directory (set --store DIR, or HOME / XDG_DATA_HOME)");

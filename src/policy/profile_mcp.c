@@ -19,6 +19,7 @@
 #include "policy/seccomp_profile.h"
 #include "spec/json_util.h"
 #include "util/cleanup.h"
+#include "util/host_root.h"
 
 #define MCP_MEMORY_LIMIT (512LL * 1024 * 1024)
 #define MCP_PIDS_LIMIT 256
@@ -209,7 +210,7 @@ static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_err
       return cm_error_set(err, EPERM, "linux.namespaces: joining the host user namespace (%s) is refused", ns->path);
     return 0;
   }
-  if (!ns->present && geteuid() == 0 && join_owner_userns(s, r))
+  if (!ns->present && cm_host_root() && join_owner_userns(s, r))
     return 0;
   if (!ns->present) {
     ns->present = true;
@@ -218,7 +219,7 @@ static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_err
     free(l->gid_mappings);
     l->uid_mappings = l->gid_mappings = NULL;
     l->n_uid_mappings = l->n_gid_mappings = 0;
-    if (geteuid() == 0)
+    if (cm_host_root())
       policy_report_add(r, "linux.namespaces: new user namespace added: container ids 0-65535 map to a host "
                            "range allocated for this container, and it is created by that range's first uid");
     else
@@ -238,7 +239,7 @@ static int tighten_userns(struct spec *s, struct policy_report *r, struct cm_err
                             "the profile",
                             fields[k], i, m[i].container_id, m[i].container_id + m[i].size - 1);
   }
-  if (!l->userns_auto && geteuid() == 0) {
+  if (!l->userns_auto && cm_host_root()) {
     l->userns_create_as_mapped_root = true;
     policy_report_add(r, "linux.namespaces: the config's user namespace is created by the host uid its root "
                          "maps to, not by root");

@@ -31,6 +31,7 @@
 #include "util/cleanup.h"
 #include "util/safepath.h"
 #include "util/sync.h"
+#include "util/host_root.h"
 
 static __attribute__((noreturn)) void fail(int sync_fd, struct cm_error *err) {
   sync_send_error(sync_fd, err);
@@ -132,8 +133,9 @@ void container_stage1(const struct init_config *c) {
   const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
   bool create_userns = userns->present && userns->path == NULL;
   /* The runtime's credentials, which ours are until the user namespace: only a root runtime can
-   * join our mount namespace to open bind sources for us (below). */
-  bool runtime_is_root = geteuid() == 0;
+   * join our mount namespace to open bind sources for us (below); root of a user namespace of
+   * codemode-run's own is the caller, whose reach ours is. */
+  bool runtime_is_root = cm_host_root();
   if (create_userns && c->userns)
     userns_child_begin(c->userns);
   /* Still in our user namespace: init, non-dumpable (CVE-2019-5736), has a /proc/self owned by

@@ -10,13 +10,14 @@
 #include "runtime/container.h"
 #include "runtime/runtime.h"
 #include "util/cleanup.h"
+#include "util/host_root.h"
 
 static int no_cgroup_error(const char *id, const char *what, struct cm_error **err) {
-  if (geteuid() != 0)
+  if (!cm_host_root())
     return cm_error_set(err, 0,
                         "container \"%s\" has no cgroup, which %s needs: run as uid %u, it gets one in a systemd "
                         "user session or under a cgroup v2 subtree delegated to that uid",
-                        id, what, geteuid());
+                        id, what, cm_host_uid());
   return cm_error_set(err, 0, "container \"%s\" has no cgroup (created with --cgroup-manager disabled)", id);
 }
 

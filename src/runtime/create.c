@@ -38,6 +38,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/sync.h"
+#include "util/host_root.h"
 
 static bool seccomp_has_notify(const struct spec_seccomp *sc) {
   for (size_t i = 0; i < sc->n_syscalls; i++)
@@ -479,7 +480,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto out;
   /* And honest cgroups: a user scope, a delegated subtree, or none with a warning. */
   struct runtime_context rootless_ctx;
-  if (geteuid() != 0) {
+  if (!cm_host_root()) {
     if (rootless_cgroup_apply(ctx, s, opts->id, &rootless_ctx, err) < 0)
       goto out;
     ctx = r.ctx = &rootless_ctx;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/host_root.h"
 #include "util/log.h"
 
 /* policy/'s POLICY_PROFILE_ANNOTATION (runtime/ does not include policy/). */
@@ -33,7 +34,7 @@ char *rootless_state_root(struct cm_error **err) {
     return out;
   }
   char run_user[64];
-  snprintf(run_user, sizeof(run_user), "/run/user/%u", geteuid());
+  snprintf(run_user, sizeof(run_user), "/run/user/%u", cm_host_uid());
   if (owned_dir(run_user)) {
     if (asprintf(&out, "%s/codemode", run_user) < 0)
       abort();
@@ -50,7 +51,7 @@ char *rootless_state_root(struct cm_error **err) {
   cm_error_set(err, 0,
                "no state directory for uid %u: XDG_RUNTIME_DIR is not set (or not yours), /run/user/%u does "
                "not exist and HOME is not a directory of yours; give one with --root DIR",
-               geteuid(), geteuid());
+               cm_host_uid(), cm_host_uid());
   return NULL;
 }
 
@@ -161,12 +162,12 @@ int rootless_cgroup_choose(const struct runtime_context *ctx, const struct spec 
       return cm_error_set(err, 0,
                           "--systemd-cgroup as uid %u: %s (log in through a session, or `loginctl enable-linger "
                           "$USER` and set XDG_RUNTIME_DIR=/run/user/%u)",
-                          geteuid(), unified ? "no systemd user manager in $XDG_RUNTIME_DIR" : "this host is not on cgroup v2",
-                          geteuid());
+                          cm_host_uid(), unified ? "no systemd user manager in $XDG_RUNTIME_DIR" : "this host is not on cgroup v2",
+                          cm_host_uid());
   }
   if (!unified) {
     snprintf(out->reason, sizeof(out->reason),
-             "this host's cgroups are v1 or hybrid, which cannot be delegated to uid %u", geteuid());
+             "this host's cgroups are v1 or hybrid, which cannot be delegated to uid %u", cm_host_uid());
     return 0;
   }
   const char *asked = s->linux_.cgroups_path;
@@ -180,12 +181,12 @@ int rootless_cgroup_choose(const struct runtime_context *ctx, const struct spec 
       *slash = '\0';
     if (!delegated_to_us(parent[0] ? parent : "/"))
       return cm_error_set(err, EACCES, "linux.cgroupsPath: \"%s\": its parent is not delegated to uid %u", asked,
-                          geteuid());
+                          cm_host_uid());
     out->kind = ROOTLESS_CGROUP_DELEGATED;
     if (snprintf(out->path, sizeof(out->path), "%s%s", asked[0] == '/' ? "" : "/", asked) >= (int)sizeof(out->path))
       return cm_error_set(err, ENAMETOOLONG, "linux.cgroupsPath");
     if (snprintf(out->reason, sizeof(out->reason), "%s, in a cgroup v2 subtree delegated to uid %u", out->path,
-                 geteuid()) >= (int)sizeof(out->reason))
+                 cm_host_uid()) >= (int)sizeof(out->reason))
       out->reason[sizeof(out->reason) - 1] = '\0';
     return 0;
   }
@@ -198,7 +199,7 @@ int rootless_cgroup_choose(const struct runtime_context *ctx, const struct spec 
       if (delegated_to_us(own) && !controllers_delegated(own, s, missing, sizeof(missing))) {
         if (snprintf(out->reason, sizeof(out->reason),
                      "the cgroup v2 subtree /sys/fs/cgroup%s delegated to uid %u has no %s controller", own,
-                     geteuid(), missing) >= (int)sizeof(out->reason))
+                     cm_host_uid(), missing) >= (int)sizeof(out->reason))
           out->reason[sizeof(out->reason) - 1] = '\0';
         return 0;
       }
@@ -207,14 +208,14 @@ int rootless_cgroup_choose(const struct runtime_context *ctx, const struct spec 
         if (snprintf(out->path, sizeof(out->path), "%s/codemode-%s", own, id) >= (int)sizeof(out->path))
           return cm_error_set(err, ENAMETOOLONG, "cgroup path for %s", id);
         if (snprintf(out->reason, sizeof(out->reason), "%s, in a cgroup v2 subtree delegated to uid %u", out->path,
-                     geteuid()) >= (int)sizeof(out->reason))
+                     cm_host_uid()) >= (int)sizeof(out->reason))
           out->reason[sizeof(out->reason) - 1] = '\0';
         return 0;
       }
     }
   }
   snprintf(out->reason, sizeof(out->reason),
-           "no systemd user session and no cgroup v2 subtree delegated to uid %u above our own cgroup", geteuid());
+           "no systemd user session and no cgroup v2 subtree delegated to uid %u above our own cgroup", cm_host_uid());
   return 0;
 }
 
@@ -261,7 +262,7 @@ void rootless_cgroup_describe(const struct rootless_cgroup *c, const struct spec
     snprintf(buf + used, size - used,
              "; for real limits run in a systemd user session (loginctl enable-linger) or delegate a cgroup v2 "
              "subtree to uid %u",
-             geteuid());
+             cm_host_uid());
 }
 
 int rootless_cgroup_explain(const struct runtime_context *ctx, const struct spec *s, const char *id, char *buf,

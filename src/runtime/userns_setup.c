@@ -18,6 +18,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/sync.h"
+#include "util/host_root.h"
 
 /* The name of id in /etc/passwd or /etc/group (no NSS: the binary is static), or NULL. */
 static char *db_name(const char *db, unsigned long id) {
@@ -63,8 +64,44 @@ static int rootless_maps(const char *file, const char *helper, uint32_t own, con
   return 2;
 }
 
+/* Every range of our own map (a /proc/self/{uid,gid}_map), each id mapped to itself. */
+static int identity_maps(const char *file, struct spec_id_mapping **maps, size_t *n, struct cm_error **err) {
+  cleanup_fclose FILE *f = fopen(file, "re");
+  if (f == NULL)
+    return cm_error_set(err, errno, "read %s", file);
+  struct spec_id_mapping m[340];
+  size_t k = 0;
+  unsigned long inside, outside, count;
+  while (k < sizeof(m) / sizeof(m[0]) && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+    m[k++] = (struct spec_id_mapping){(uint32_t)inside, (uint32_t)inside, (uint32_t)count};
+  if (k == 0)
+    return cm_error_set(err, 0, "%s: no id is mapped in our user namespace", file);
+  set_maps(maps, n, m, k);
+  return 0;
+}
+
 static bool single_own(const struct spec_id_mapping *m, size_t n, uint32_t own) {
   return n == 1 && m[0].size == 1 && m[0].host_id == own;
+}
+
+int userns_setup_rootless_maps(struct spec_linux *l, struct cm_error **err) {
+  struct spec_id_mapping uids[2], gids[2];
+  cleanup_free char *uname = db_name("/etc/passwd", geteuid());
+  cleanup_free char *gname = db_name("/etc/group", getegid());
+  int nu = rootless_maps("/etc/subuid", "newuidmap", geteuid(), uname, uids, err);
+  int ng = nu < 0 ? -1 : rootless_maps("/etc/subgid", "newgidmap", getegid(), gname, gids, err);
+  if (nu < 0 || ng < 0)
+    return -1;
+  set_maps(&l->uid_mappings, &l->n_uid_mappings, uids, (size_t)nu);
+  set_maps(&l->gid_mappings, &l->n_gid_mappings, gids, (size_t)ng);
+  return 0;
+}
+
+void userns_setup_rootless_plan(const struct spec_linux *l, struct userns_plan *p) {
+  p->dumpable_while_mapping = true;
+  p->helpers = !single_own(l->uid_mappings, l->n_uid_mappings, geteuid()) ||
+               !single_own(l->gid_mappings, l->n_gid_mappings, getegid());
+  p->deny_setgroups = !p->helpers;
 }
 
 static bool id_mapped(const struct spec_id_mapping *m, size_t n, uint32_t id) {
@@ -108,15 +145,16 @@ int userns_setup_decide(struct spec *s, struct userns_setup *u, struct cm_error 
   *u = (struct userns_setup){0};
   struct spec_linux *l = &s->linux_;
   struct spec_namespace *ns = &l->namespaces[SPEC_NS_USER];
-  bool root = geteuid() == 0;
+  bool root = cm_host_root();
   const char *idmap = spec_kv_get(&s->annotations, USERNS_IDMAP_ANNOTATION);
   u->idmap_off = idmap && strcmp(idmap, "none") == 0;
   if (idmap && !u->idmap_off)
     return cm_error_set(err, 0, "config.json: .annotations[\"%s\"]: \"%s\" (the one value is \"none\")",
                         USERNS_IDMAP_ANNOTATION, idmap);
 
-  if (!root && !ns->present) {
-    /* Unprivileged, nothing else works: the namespace is added, as crun does. */
+  if (geteuid() != 0 && !ns->present) {
+    /* Unprivileged, nothing else works: the namespace is added, as crun does. (Not for uid 0
+     * of a user namespace that is not the host's: the container may share it, as with runc.) */
     ns->present = true;
     l->userns_auto = true;
     s->has_linux = true;
@@ -129,25 +167,26 @@ int userns_setup_decide(struct spec *s, struct userns_setup *u, struct cm_error 
   }
   if (ns->present && ns->path == NULL) {
     u->plan.create = true;
-    if (!root) {
-      if (l->userns_auto || (l->n_uid_mappings == 0 && l->n_gid_mappings == 0)) {
-        struct spec_id_mapping uids[2], gids[2];
-        cleanup_free char *uname = db_name("/etc/passwd", geteuid());
-        cleanup_free char *gname = db_name("/etc/group", getegid());
-        int nu = rootless_maps("/etc/subuid", "newuidmap", geteuid(), uname, uids, err);
-        int ng = nu < 0 ? -1 : rootless_maps("/etc/subgid", "newgidmap", getegid(), gname, gids, err);
-        if (nu < 0 || ng < 0)
-          return -1;
-        set_maps(&l->uid_mappings, &l->n_uid_mappings, uids, (size_t)nu);
-        set_maps(&l->gid_mappings, &l->n_gid_mappings, gids, (size_t)ng);
-      }
+    if (!root && geteuid() == 0) {
+      /* Root of a user namespace that is not the host's (codemode-run's own, util/host_root.h):
+       * the container's nests in it, every id ours mapped to itself, and we write the maps
+       * ourselves (our namespace's CAP_SETUID and CAP_SETGID cover them; newuidmap would look
+       * for "root" in /etc/subuid). */
+      if ((l->userns_auto || (l->n_uid_mappings == 0 && l->n_gid_mappings == 0)) &&
+          (identity_maps("/proc/self/uid_map", &l->uid_mappings, &l->n_uid_mappings, err) < 0 ||
+           identity_maps("/proc/self/gid_map", &l->gid_mappings, &l->n_gid_mappings, err) < 0))
+        return -1;
+      drop_unmapped_devpts_gid(s);
+      /* Our binary was exec'd on the host: a non-dumpable child's /proc files are host root's. */
+      u->plan.dumpable_while_mapping = true;
+    } else if (!root) {
+      if ((l->userns_auto || (l->n_uid_mappings == 0 && l->n_gid_mappings == 0)) &&
+          userns_setup_rootless_maps(l, err) < 0)
+        return -1;
       if (userns_apparmor_check(err) < 0)
         return -1;
       drop_unmapped_devpts_gid(s);
-      u->plan.dumpable_while_mapping = true;
-      u->plan.helpers = !single_own(l->uid_mappings, l->n_uid_mappings, geteuid()) ||
-                        !single_own(l->gid_mappings, l->n_gid_mappings, getegid());
-      u->plan.deny_setgroups = !u->plan.helpers;
+      userns_setup_rootless_plan(l, &u->plan);
     } else if (l->userns_auto) {
       /* Mappings and creator come with the range (userns_setup_allocate). */
       u->idmap_all = true;

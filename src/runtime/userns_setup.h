@@ -51,6 +51,12 @@ int userns_setup_write_maps(const struct userns_setup *u, pid_t child, const str
  * holds the container's user namespace (or -1 when there is none of our making). */
 int userns_setup_send_mounts(const struct userns_setup *u, pid_t child, const struct spec *s, const char *bundle,
                              const char *rootfs, int sock, struct cm_error **err);
+/* A caller that is not root: its uid and gid as root, and its first /etc/subuid and /etc/subgid
+ * ranges (up to 65536 ids) as 1… when newuidmap/newgidmap are installed, into l's mappings. */
+int userns_setup_rootless_maps(struct spec_linux *l, struct cm_error **err);
+/* How such maps are written: by the helpers when more than our own ids are mapped, else by us
+ * with setgroups denied; the child dumpable meanwhile. */
+void userns_setup_rootless_plan(const struct spec_linux *l, struct userns_plan *p);
 /* A failed create: give back the range. */
 void userns_setup_release(struct userns_setup *u, const char *state_dir, int dirfd);
 

@@ -76,6 +76,8 @@ struct cleanup_plan {
   char ephemeral_dir[PLAN_PATH_MAX]; /* mount point dir of the scratch tmpfs (scratch.c), or "" */
   int watcher_fd;                    /* our end of the watcher's pipe, or -1 */
   pid_t watcher_pid;                 /* reaped at the end, so our exit means it is gone too */
+  bool own_userns;                   /* scratch.c made us a user namespace (not root): the
+                                        container's nests in it (run_spec_nest_userns) */
 };
 /* 'B' tmp_bundle, 'E' ephemeral_dir, 'D' done: we cleaned up ourselves. */
 void plan_tell(const struct cleanup_plan *plan, char kind, const char *path);
@@ -90,6 +92,9 @@ int watcher_start(const struct runtime_context *ctx, const char *id, pid_t *pid)
  * the upper and work directories under scratch/<name>; scratch_overlay_data: overlay's mount
  * data for those layers (lower refused if overlay would misread it). */
 const char *scratch_dir(struct cleanup_plan *plan, struct cm_error **err);
+/* After scratch_dir made us a user namespace: the container gets one of its own nested in it
+ * (the profile's, or one added here), never ours. */
+void run_spec_nest_userns(struct spec *s, const struct cleanup_plan *plan);
 int scratch_overlay(struct cleanup_plan *plan, const char *name, const char *lower, char *merged, size_t size,
                     struct cm_error **err);
 int scratch_layers(struct cleanup_plan *plan, const char *name, char *upper, char *work, size_t size,

@@ -301,3 +301,112 @@ EOF
   [ "${lines[1]}" = root-dir-closed ]
   [ "${lines[2]}" = ran ]
 }
+
+# --- codemode-run's scratch space as the user: --ephemeral, :cow, --host, --image (issue 17) ---
+# Their throwaway layers are a tmpfs and overlays in a mount namespace of codemode-run's own,
+# which it makes, as a user, inside a user namespace of its own (supervisor/scratch.c).
+
+# scratch_left: codemode-run's scratch directories of ours still on the host (there must be none).
+scratch_left() {
+  find /tmp -maxdepth 1 -name 'codemode-run.*' -user "$(id -u)" 2>/dev/null
+}
+
+@test "rootless codemode-run --ephemeral: a writable root over the bundle, the bundle unchanged, nothing left" {
+  set_args sh -c 'echo written >/etc/new-file && cat /etc/new-file; rm /bin/true && echo removed; id -u'
+  run cmrun --ephemeral "$BUNDLE" </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *written* ]]
+  [[ "$output" == *removed* ]]
+  [ ! -e "$BUNDLE/rootfs/etc/new-file" ]
+  [ -e "$BUNDLE/rootfs/bin/true" ]
+  [ -z "$(scratch_left)" ]
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
+@test "rootless codemode-run --ephemeral: the container's ids are on the host what they are without it" {
+  # What container root and (with subordinate ids) container uid 1000 write to a rw mount is owned
+  # on the host by the ids the rootless runtime maps them to: the nested namespace changes nothing.
+  local out=$TEST_DIR/out
+  mkdir -m 0777 "$out"
+  set_args sh -c 'touch /out/as-root'
+  run cmrun --ephemeral --mount "$out:/out:rw" "$BUNDLE" </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [ "$(stat -c %u:%g "$out/as-root")" = "$(id -u):$(id -g)" ]
+  if [ "${CM_ROOTLESS_SUBUID:-0}" = 1 ]; then
+    set_cfg '.process.user = {uid: 1000, gid: 1000}'
+    set_args sh -c 'touch /out/as-1000'
+    run cmrun --ephemeral --mount "$out:/out:rw" "$BUNDLE" </dev/null
+    echo "$output" >&3
+    [ "$status" -eq 0 ]
+    [ "$(stat -c %u:%g "$out/as-1000")" = "100999:100999" ]
+  fi
+}
+
+@test "rootless codemode-run --mount SRC:DST:cow: writable inside (a directory removed and made again), SRC unchanged" {
+  local src=$TEST_DIR/cache
+  mkdir -p "$src/sub"
+  echo original >"$src/sub/file"
+  set_args sh -c 'echo changed >/c/sub/file && cat /c/sub/file; rm -r /c/sub && mkdir /c/sub && ls -A /c/sub | wc -l'
+  run cmrun --ephemeral --mount "$src:/c:cow" "$BUNDLE" </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [ "${lines[-2]}" = changed ]
+  [ "${lines[-1]}" = 0 ]
+  [ "$(cat "$src/sub/file")" = original ]
+  [ -z "$(scratch_left)" ]
+}
+
+@test "rootless codemode-run --host: the host's programs, read-only, an empty home, no secrets of /etc" {
+  run timeout --kill-after=5 "$CM_TIMEOUT" "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --host \
+    --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" -- /bin/sh -c \
+    'id -u; ls -A /root | wc -l; [ -e /etc/shadow ] && echo SHADOW; touch /usr/x 2>/dev/null || echo usr-ro; echo t >/tmp/t && cat /tmp/t' </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" != *SHADOW* ]]
+  [[ "$output" == *usr-ro* ]]
+  [ "$(tail -n 1 <<<"$output")" = t ]
+  [ -z "$(scratch_left)" ]
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
+@test "rootless codemode-run --image: an OCI layout pulled into the user's store and run; codemode images lists it" {
+  command -v python3 >/dev/null || skip "python3 (tests/image/mkimage.py) is not installed"
+  local repo
+  repo=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+  local cmimage=${CODEMODE_IMAGE:-$(dirname "$CODEMODE")/codemode-image}
+  printf '{"gzip":true,"images":[{"tag":"t","platforms":[{"arch":"amd64","layers":[[{"from_dir":"%s"}]],"config":{"Cmd":["/bin/sh","-c","id -u; cat /etc/image-marker"],"Env":["PATH=/bin","CODEMODE_TEST_CONTAINER=%s"]}}]}]}' \
+    "$BUNDLE/rootfs" "$CM_TEST_TOKEN:$CID" >"$TEST_DIR/image.json"
+  echo from-the-image >"$BUNDLE/rootfs/etc/image-marker"
+  python3 "$repo/tests/image/mkimage.py" "$TEST_DIR/image.json" "$TEST_DIR/layout" >/dev/null
+  # The default store: the user's ($XDG_DATA_HOME/codemode, else ~/.local/share/codemode).
+  local store=${XDG_DATA_HOME:-$HOME/.local/share}/codemode
+  run timeout --kill-after=5 "$CM_TIMEOUT" "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --image "oci:$TEST_DIR/layout:t" </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [ "${lines[-2]}" = 0 ]
+  [ "${lines[-1]}" = from-the-image ]
+  [ -d "$store/rootfs" ]
+  [ "$(stat -c %u "$store")" = "$(id -u)" ]
+  run "$cmimage" images
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"$TEST_DIR/layout"* || "$output" == *":t"* ]]
+  [ -z "$(scratch_left)" ]
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
+@test "rootless codemode-run --ephemeral: SIGKILLed, its watcher removes the container and the scratch space goes with it" {
+  set_args sleep 60
+  "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --ephemeral "$BUNDLE" </dev/null >/dev/null 2>&1 &
+  local runpid=$! i
+  for i in $(seq 100); do [ -e "$ROOT/$CID/state.json" ] && break; sleep 0.1; done
+  [ -e "$ROOT/$CID/state.json" ]
+  kill -KILL "$runpid"
+  wait "$runpid" || true
+  for i in $(seq 50); do [ -z "$(ls -A "$ROOT")" ] && [ -z "$(scratch_left)" ] && break; sleep 0.2; done
+  [ -z "$(ls -A "$ROOT")" ]
+  [ -z "$(scratch_left)" ]
+  [ -z "$(test_processes "$CM_TEST_TOKEN:$CID")" ]
+}
