@@ -16,6 +16,7 @@
 
 #include "image/image.h"
 #include "util/cleanup.h"
+#include "util/image_resolved.h"
 
 static const char usage[] =
     "usage: codemode-image pull [--store DIR] [--tls-ca FILE] [--authfile FILE] [-q] REF\n"
@@ -100,6 +101,16 @@ static int cmd_pull(struct opts *o, const char *text, bool resolve) {
    * copied twice): it may have changed since, and reading its index costs nothing. */
   if (ref.source != IMAGE_SRC_REGISTRY && strcmp(mode, "missing") == 0)
     mode = "always";
+  /* The memo for codemode-run (util/image_resolved.h): a local source's stamp is taken before
+   * we read it, so a change made while we read makes the memo stale, never wrong. */
+  struct image_resolved memo = {0};
+  bool memo_ok = resolve && image_resolved_cacheable(text);
+  if (memo_ok && ref.source != IMAGE_SRC_REGISTRY) {
+    char src[4096];
+    snprintf(src, sizeof(src), "%s%s", ref.path, ref.source == IMAGE_SRC_OCI_LAYOUT ? "/index.json" : "");
+    memo.source = strdup(src);
+    memo_ok = memo.source && image_source_stamp_of(src, &memo.stamp) == 0;
+  }
   int rc = 0;
   if (strcmp(mode, "always") != 0) {
     manifest = store_get_ref(&st, ref.canonical);
@@ -127,11 +138,23 @@ static int cmd_pull(struct opts *o, const char *text, bool resolve) {
     yajl_gen_get_buf(g, &buf, &len);
     printf("%.*s\n", (int)len, buf);
     yajl_gen_free(g);
+    if (memo_ok) {
+      memo.ref = strdup(text);
+      memo.name = strdup(ref.canonical);
+      memo.manifest = strdup(manifest);
+      memo.rootfs = strdup(rootfs);
+      memo.config = strdup(cfg);
+      struct cm_error *merr = NULL;
+      /* Only a cache: a store we cannot write it to (a name too long for one file) still runs. */
+      if (image_resolved_write(st.root_fd, &memo, &merr) < 0)
+        cm_error_free(merr);
+    }
   } else if (rc == 0 && !o->quiet) {
     printf("%s %s\n", ref.canonical, manifest);
   } else if (rc == 0) {
     printf("%s\n", manifest);
   }
+  image_resolved_clear(&memo);
   store_close(&st);
   image_ref_clear(&ref);
   return rc < 0 ? fail(err) : 0;

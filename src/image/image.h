@@ -73,10 +73,10 @@ struct image_store {
   int root_fd; /* O_PATH|O_DIRECTORY */
   bool rootless;
 };
-/* dir NULL: the default for this user. Creates the layout (blobs/sha256, images, rootfs, tmp). */
+/* dir NULL: the default for this user (util/image_resolved.h). Creates the layout (blobs/sha256,
+ * images, resolved, rootfs, tmp). */
 int store_open(struct image_store *st, const char *dir, struct cm_error **err);
 void store_close(struct image_store *st);
-char *store_default_dir(void);
 /* A blob by digest: 1 present (verified when it was written), 0 absent. */
 int store_has_blob(struct image_store *st, const char *digest);
 /* The blob's bytes (malloc'd; for manifests and configs, which are small). */

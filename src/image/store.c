@@ -7,6 +7,8 @@
  *   <root>/rootfs/<hex>/rootfs       the unpacked rootfs of manifest <hex>, made once in tmp/ and
  *   <root>/rootfs/<hex>/config.json  renamed into place (a rootfs dir that exists is complete),
  *                                    with the image config beside it; shared read-only by runs
+ *   <root>/resolved/<escaped REF>    what a REF resolved to last and its source's stamp, so that
+ *                                    codemode-run can skip codemode-image (util/image_resolved.h)
  *   <root>/tmp/                      work in progress, removed by `images --prune`
  *   <root>/lock                      flock: shared while adding, exclusive while removing
  *
@@ -30,24 +32,7 @@
 #include "spec/json_util.h"
 #include "util/cleanup.h"
 #include "util/host_root.h"
-
-char *store_default_dir(void) {
-  char *out;
-  if (cm_host_root())
-    return strdup("/var/lib/codemode");
-  const char *xdg = getenv("XDG_DATA_HOME");
-  if (xdg && xdg[0] == '/') {
-    if (asprintf(&out, "%s/codemode", xdg) < 0)
-      abort();
-    return out;
-  }
-  const char *home = getenv("HOME");
-  if (home == NULL || home[0] != '/')
-    return NULL;
-  if (asprintf(&out, "%s/.local/share/codemode", home) < 0)
-    abort();
-  return out;
-}
+#include "util/image_resolved.h"
 
 static int mkdir_p(const char *path, mode_t mode) {
   char buf[PATH_MAX];
@@ -67,7 +52,7 @@ int store_open(struct image_store *st, const char *dir, struct cm_error **err) {
   memset(st, 0, sizeof(*st));
   st->root_fd = -1;
   st->rootless = !cm_host_root();
-  char *d = dir ? strdup(dir) : store_default_dir();
+  char *d = dir ? strdup(dir) : image_store_default_dir();
   if (d == NULL)
     return cm_error_set(err, 0, "image store: no directory (set --store DIR, or HOME / XDG_DATA_HOME)");
   st->root = d;
@@ -78,7 +63,7 @@ int store_open(struct image_store *st, const char *dir, struct cm_error **err) {
   st->root_fd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (st->root_fd < 0)
     return cm_error_set(err, errno, "image store %s", d);
-  static const char *const subdirs[] = {"blobs", "blobs/sha256", "images", "rootfs", "tmp"};
+  static const char *const subdirs[] = {"blobs", "blobs/sha256", "images", "resolved", "rootfs", "tmp"};
   for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++)
     if (mkdirat(st->root_fd, subdirs[i], 0700) < 0 && errno != EEXIST)
       return cm_error_set(err, errno, "image store %s/%s", d, subdirs[i]);
@@ -259,18 +244,6 @@ int store_put_blob(struct image_store *st, const void *buf, size_t len, const ch
 
 /* --- names ------------------------------------------------------------------------------------ */
 
-static void escape_name(const char *name, char *out, size_t size) {
-  size_t n = 0;
-  for (const unsigned char *p = (const unsigned char *)name; *p && n + 4 < size; p++) {
-    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
-        *p == '_' || *p == '-')
-      out[n++] = (char)*p;
-    else
-      n += (size_t)snprintf(out + n, size - n, "%%%02X", *p);
-  }
-  out[n] = '\0';
-}
-
 static int write_atomic_at(int dirfd, const char *name, const char *data, size_t len, struct cm_error **err) {
   char tmp[PATH_MAX];
   snprintf(tmp, sizeof(tmp), "%s.tmp-%d", name, (int)getpid());
@@ -290,7 +263,7 @@ static int write_atomic_at(int dirfd, const char *name, const char *data, size_t
 
 int store_set_ref(struct image_store *st, const char *canonical, const char *manifest_digest, struct cm_error **err) {
   char esc[PATH_MAX / 2], path[PATH_MAX];
-  escape_name(canonical, esc, sizeof(esc));
+  image_store_escape_name(canonical, esc, sizeof(esc));
   snprintf(path, sizeof(path), "images/%s", esc);
   yajl_gen g = yajl_gen_alloc(NULL);
   yajl_gen_map_open(g);
@@ -333,7 +306,7 @@ static int read_ref_file(int dirfd, const char *file, char **name, char **manife
 
 char *store_get_ref(struct image_store *st, const char *canonical) {
   char esc[PATH_MAX / 2], path[PATH_MAX];
-  escape_name(canonical, esc, sizeof(esc));
+  image_store_escape_name(canonical, esc, sizeof(esc));
   snprintf(path, sizeof(path), "images/%s", esc);
   char *name = NULL, *manifest = NULL;
   if (read_ref_file(st->root_fd, path, &name, &manifest) < 0)
@@ -344,7 +317,7 @@ char *store_get_ref(struct image_store *st, const char *canonical) {
 
 int store_remove_ref(struct image_store *st, const char *canonical, struct cm_error **err) {
   char esc[PATH_MAX / 2], path[PATH_MAX];
-  escape_name(canonical, esc, sizeof(esc));
+  image_store_escape_name(canonical, esc, sizeof(esc));
   snprintf(path, sizeof(path), "images/%s", esc);
   if (unlinkat(st->root_fd, path, 0) < 0)
     return cm_error_set(err, errno == ENOENT ? 0 : errno, "image %s: not in the store%s", canonical,
@@ -603,8 +576,8 @@ int store_prune(struct image_store *st, int64_t *freed, struct cm_error **err) {
   store_image_entries_free(ents, n);
   /* The top-level digests a name points at can be an index; the rootfs dirs are per manifest,
    * so keep those of every manifest marked. */
-  const char *dirs[] = {"rootfs", "blobs/sha256", "tmp"};
-  for (size_t k = 0; rc == 0 && k < 3; k++) {
+  const char *dirs[] = {"rootfs", "blobs/sha256", "tmp", "resolved"};
+  for (size_t k = 0; rc == 0 && k < 4; k++) {
     int fd = openat(st->root_fd, dirs[k], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (d == NULL) {
@@ -620,18 +593,31 @@ int store_prune(struct image_store *st, int64_t *freed, struct cm_error **err) {
       snprintf(dg, sizeof(dg), "sha256:%.64s", de->d_name);
       if (k < 2 && dset_has(&keep, dg))
         continue;
+      if (k == 3) {
+        /* Memos are a cache: all of them go (one for a name kept is made again at its next run). */
+        unlinkat(dirfd(d), de->d_name, 0);
+        continue;
+      }
       if (k == 0) {
         /* A rootfs a running container holds (a shared flock on <hex>/rootfs, the directory
-         * codemode-run --image runs) stays. */
-        char inner[PATH_MAX];
+         * codemode-run --image runs) stays. One we may take is moved out of rootfs/ while we
+         * hold it, so that a run that locks it after us finds it gone from its path (and goes
+         * the slow way) instead of running on a tree being removed. */
+        char inner[PATH_MAX], away[128];
         snprintf(inner, sizeof(inner), "%s/rootfs", de->d_name);
         int rfd = openat(dirfd(d), inner, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (rfd < 0)
           continue;
         bool busy = flock(rfd, LOCK_EX | LOCK_NB) < 0;
-        close(rfd);
-        if (busy)
+        snprintf(away, sizeof(away), "tmp/pruned-%.64s-%d", de->d_name, (int)getpid());
+        if (busy || renameat(dirfd(d), de->d_name, st->root_fd, away) < 0) {
+          close(rfd);
           continue;
+        }
+        *freed += tree_size_at(st->root_fd, away);
+        unpack_remove_tree_at(st->root_fd, away);
+        close(rfd);
+        continue;
       }
       if (k == 2) {
         /* Work in progress of a live pull (a blob being written) is younger than a day. */

@@ -1,6 +1,8 @@
 /* codemode-run --image REF: codemode-image (a separate binary: libcurl and libarchive never load
  * into codemode-run) pulls and unpacks the image into the store and names its read-only rootfs
- * and image config; the image config becomes the process, the image's User is looked up in the
+ * and image config — or, for an image already there, the store's memo of that answer does,
+ * without codemode-image (util/image_resolved.h); the image config becomes the process, the
+ * image's User is looked up in the
  * rootfs' own /etc/passwd and /etc/group, and the rootfs stays locked (shared flock) while the
  * container runs, so `codemode images --prune` cannot take it away underneath. */
 #include <errno.h>
@@ -19,6 +21,8 @@
 #include "spec/json_util.h"
 #include "supervisor/supervisor.h"
 #include "util/cleanup.h"
+#include "util/image_resolved.h"
+#include "util/log.h"
 #include "util/safepath.h"
 #include "util/sibling.h"
 
@@ -165,27 +169,73 @@ static int resolve_user(int root_fd, const char *user, struct spec_user *u, stru
   return 0;
 }
 
+/* The store's memo (util/image_resolved.h) of this REF, when it may stand in for a resolve:
+ * --pull missing (the default) or never, and still fresh. 0 and *memo filled, else -1. */
+static int memo_lookup(const struct run_options *o, struct image_resolved *memo) {
+  if (o->pull && strcmp(o->pull, "missing") != 0 && strcmp(o->pull, "never") != 0)
+    return -1;
+  cleanup_free char *store = o->store ? xstrdup(o->store) : image_store_default_dir();
+  cleanup_close int fd = store ? open(store, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+  return fd < 0 ? -1 : image_resolved_lookup(fd, o->image, memo);
+}
+
+/* Lock the rootfs at path (held until we exit: prune skips a rootfs somebody holds) and check,
+ * once locked, that it is still the directory at that path (prune moves what it removes away
+ * first). 0, 1 when it is gone (the lock dropped), -1 with err. */
+static int lock_rootfs(struct run_image *img, const char *image, const char *rootfs, struct cm_error **err) {
+  img->lock_fd = open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (img->lock_fd < 0 || flock(img->lock_fd, LOCK_SH) < 0)
+    return cm_error_set(err, errno, "--image %s: %s", image, rootfs);
+  struct stat held, now;
+  if (fstat(img->lock_fd, &held) < 0 || stat(rootfs, &now) < 0 || held.st_dev != now.st_dev ||
+      held.st_ino != now.st_ino) {
+    close(img->lock_fd);
+    img->lock_fd = -1;
+    return 1;
+  }
+  return 0;
+}
+
 int run_image_prepare(struct spec *s, const struct run_options *o, struct run_image *img, struct cm_error **err) {
   img->lock_fd = -1;
-  cleanup_free char *json = run_resolve(o, err);
-  if (json == NULL)
-    return -1;
-  yajl_val t = yajl_tree_parse(json, NULL, 0);
-  const char *rootfs = t ? YAJL_GET_STRING(jfind(t, "rootfs")) : NULL;
-  const char *config = t ? YAJL_GET_STRING(jfind(t, "config")) : NULL;
+  cleanup_free char *json = NULL;
+  yajl_val t = NULL;
+  const char *rootfs = NULL, *config = NULL;
   int rc = -1;
   char *cfg = NULL;
-  if (rootfs == NULL || config == NULL) {
-    cm_error_set(err, 0, "--image %s: codemode-image gave no rootfs", o->image);
-    goto out;
+  struct image_resolved memo = {0};
+  if (memo_lookup(o, &memo) == 0) {
+    /* In the store already: codemode-image need not start (nor load its libraries). */
+    int locked = lock_rootfs(img, o->image, memo.rootfs, err);
+    if (locked < 0) {
+      image_resolved_clear(&memo);
+      return -1;
+    }
+    if (locked == 0) {
+      rootfs = memo.rootfs;
+      config = memo.config;
+      cm_debug("--image %s: %s, from the store's memo of it", o->image, rootfs);
+    }
+  }
+  if (rootfs == NULL) {
+    json = run_resolve(o, err);
+    if (json == NULL)
+      goto out;
+    t = yajl_tree_parse(json, NULL, 0);
+    rootfs = t ? YAJL_GET_STRING(jfind(t, "rootfs")) : NULL;
+    config = t ? YAJL_GET_STRING(jfind(t, "config")) : NULL;
+    if (rootfs == NULL || config == NULL) {
+      cm_error_set(err, 0, "--image %s: codemode-image gave no rootfs", o->image);
+      goto out;
+    }
+    int locked = lock_rootfs(img, o->image, rootfs, err);
+    if (locked == 1)
+      cm_error_set(err, 0, "--image %s: its rootfs %s was removed as we started (codemode images --prune?): run again",
+                   o->image, rootfs);
+    if (locked != 0)
+      goto out;
   }
   img->rootfs = xstrdup(rootfs);
-  /* Held until we exit: prune skips a rootfs somebody holds. */
-  img->lock_fd = open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (img->lock_fd < 0 || flock(img->lock_fd, LOCK_SH) < 0) {
-    cm_error_set(err, errno, "--image %s: %s", o->image, rootfs);
-    goto out;
-  }
   size_t len;
   cfg = read_whole_file(config, &len, err);
   struct image_process ip;
@@ -204,6 +254,7 @@ out:
   free(cfg);
   if (t)
     yajl_tree_free(t);
+  image_resolved_clear(&memo);
   return rc;
 }
 

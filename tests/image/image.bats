@@ -295,3 +295,39 @@ umoci_tree() { # umoci_tree REF DIR: skopeo copy + umoci unpack of the same imag
   run_img rmi --store "$STORE" "oci:$W/app:t"
   [ "$status" -ne 0 ] && [[ $stderr == *"not in the store"* ]]
 }
+
+@test "an image in the store starts from the store's memo, without codemode-image; a changed layout, --pull always and rmi go back to it" {
+  local layout=$TEST_DIR/layout
+  cp -a "$W/app" "$layout"
+  run_cm_cmd "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "oci:$layout:t"
+  [ "$status" -eq 0 ] && [ "$stdout" = "from-cmd 1000:1000 /etc bar" ] || { echo "$output"; false; }
+  [ "$(ls "$STORE/resolved" | wc -l)" -eq 1 ]
+  # codemode-image replaced by a program that fails: the memo alone starts the image.
+  run_cm_cmd env CODEMODE_IMAGE=/bin/false "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "oci:$layout:t"
+  [ "$status" -eq 0 ] && [ "$stdout" = "from-cmd 1000:1000 /etc bar" ] || { echo "$output"; false; }
+  # --pull always never takes it.
+  run_cm_cmd env CODEMODE_IMAGE=/bin/false "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --pull always --image "oci:$layout:t"
+  [ "$status" -eq 125 ]
+  # The tag moved to another image (index.json rewritten): the memo is stale, codemode-image
+  # resolves it again and the new image runs.
+  mkimg '{"images":[{"tag":"t","platforms":[{"arch":"amd64","layers":[[{"from_dir":"'"$W"'/bb/rootfs"}],[{"name":"v2","data":"second image\n"}]],"config":{"Cmd":["cat","/v2"]}}]}]}' "$TEST_DIR/other"
+  cp -a "$TEST_DIR/other/blobs/." "$layout/blobs/"
+  cp "$TEST_DIR/other/index.json" "$layout/index.json"
+  run_cm_cmd env CODEMODE_IMAGE=/bin/false "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "oci:$layout:t"
+  [ "$status" -eq 125 ]
+  run_cm_cmd "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "oci:$layout:t"
+  [ "$status" -eq 0 ] && [ "$stdout" = "second image" ] || { echo "$output"; false; }
+  # rmi: the name is gone, so is the memo's standing (and prune removes memos with the rest).
+  img rmi --store "$STORE" "oci:$layout:t" >/dev/null
+  run_cm_cmd env CODEMODE_IMAGE=/bin/false "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "oci:$layout:t"
+  [ "$status" -eq 125 ]
+  img images --store "$STORE" --prune >/dev/null
+  [ -z "$(ls "$STORE/resolved")" ]
+  [ -z "$(ls "$STORE/rootfs")" ]
+  # A registry image pulled before: --pull missing runs it from the memo, offline.
+  run_cm_cmd "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "$REG/public/app:1"
+  [ "$status" -eq 0 ] && [ "$stdout" = "from-cmd 1000:1000 /etc bar" ] || { echo "$output"; false; }
+  run_cm_cmd env CODEMODE_IMAGE=/bin/false "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "$REG/public/app:1"
+  [ "$status" -eq 0 ] && [ "$stdout" = "from-cmd 1000:1000 /etc bar" ]
+  [ -z "$(ls "$ROOT" 2>/dev/null)" ]
+}
