@@ -72,10 +72,12 @@ rl_linger_off() {
     sleep 0.1
   done
 }
+# rl_systemd_scope [FLAG…]: also with --ephemeral, where codemode-run talks to the user's manager
+# from inside the user namespace it makes for its scratch mounts (supervisor/scratch.c).
 rl_systemd_scope() {
   rl_linger_on || return 1
   local xdg=/run/user/$RL_UID out
-  out=$(RL_XDG=$xdg rl_as "$CODEMODE_RUN" --root /run/cmvm-rl/state --id rl-sd --rootfs "$TEMPLATE/rootfs" -- \
+  out=$(RL_XDG=$xdg rl_as "$CODEMODE_RUN" --root /run/cmvm-rl/state --id rl-sd "$@" --rootfs "$TEMPLATE/rootfs" -- \
     sh -c 'grep "^0::" /proc/self/cgroup; cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max' 2>/run/cmvm-rl/err)
   echo "$out"
   cat /run/cmvm-rl/err

@@ -43,3 +43,4 @@ rl_t() {
 }
 rl_t "rootless: policy explain names the systemd user scope" rl_explain_systemd
 rl_t "rootless: a user session's container runs in a transient scope of the user's manager, with the mcp profile's limits" rl_systemd_scope
+rl_t "rootless: the same with codemode-run --ephemeral (its own user namespace talks to the user's manager)" rl_systemd_scope --ephemeral
