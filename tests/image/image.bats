@@ -331,3 +331,33 @@ umoci_tree() { # umoci_tree REF DIR: skopeo copy + umoci unpack of the same imag
   [ "$status" -eq 0 ] && [ "$stdout" = "from-cmd 1000:1000 /etc bar" ]
   [ -z "$(ls "$ROOT" 2>/dev/null)" ]
 }
+
+@test "rootless: a user pulls from the registry into its own store, every file its own, and runs the image" {
+  # uid 65534 (no /etc/subuid range: only its own id is mapped), in this suite's network
+  # namespace; its home, runtime dir and copies of the CA and credentials in a directory of its own.
+  local u uid=65534
+  u=$(mktemp -d /tmp/cm-image-user.XXXXXX)
+  mkdir -p "$u/home" "$u/xdg" "$u/dockercfg"
+  cp "$W/certs/ca.crt" "$u/ca.crt"
+  cp "$W/dockercfg/config.json" "$u/dockercfg/config.json"
+  chmod 0755 "$u"
+  chmod 0700 "$u/xdg"
+  chown -R "$uid:$uid" "$u"
+  as_user() {
+    setpriv --reuid=$uid --regid=$uid --clear-groups env -i HOME="$u/home" XDG_RUNTIME_DIR="$u/xdg" \
+      PATH=/usr/bin:/bin CODEMODE_REGISTRY_CA="$u/ca.crt" DOCKER_CONFIG="$u/dockercfg" "$@"
+  }
+  local store=$u/home/.local/share/codemode
+  run_cm_cmd as_user "$CODEMODE_IMAGE" pull -q "$REG/private/multi:1"
+  [ "$status" -eq 0 ] || { echo "$output"; rm -rf "$u"; false; }
+  [ -d "$store/rootfs" ]
+  [ -z "$(find "$store" ! -user "$uid" | head -n 3)" ]
+  # The image has no User: it runs as the container's root, which is uid 65534 on the host.
+  run_cm_cmd as_user "$CODEMODE_RUN" --image "$REG/private/multi:1"
+  [ "$status" -eq 0 ] && [ "$stdout" = amd64 ] || { echo "$output"; rm -rf "$u"; false; }
+  run_cm_cmd as_user "$CODEMODE_RUN" --ephemeral --image "$REG/private/multi:1" -- sh -c 'echo x >/arch && cat /arch && id -u'
+  [ "$status" -eq 0 ] && [ "$stdout" = $'x\n0' ] || { echo "$output"; rm -rf "$u"; false; }
+  [ -z "$(find /tmp -maxdepth 1 -name 'codemode-run.*' -user "$uid")" ]
+  [ -z "$(ls -A "$u/xdg/codemode" 2>/dev/null)" ]
+  rm -rf "$u"
+}

@@ -23,6 +23,7 @@ fi
 ip link set lo up
 hosts=$(mktemp /tmp/cm-image-hosts.XXXXXX)
 printf '127.0.0.1 localhost registry.test\n::1 localhost\n' >"$hosts"
+chmod 0644 "$hosts" # readable by the user of the rootless case
 mount --bind "$hosts" /etc/hosts
 trap 'umount /etc/hosts 2>/dev/null; rm -f "$hosts"' EXIT
 args=(--tap)
