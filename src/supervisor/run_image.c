@@ -205,12 +205,11 @@ int run_image_prepare(struct spec *s, const struct run_options *o, struct run_im
   char *cfg = NULL;
   struct image_resolved memo = {0};
   if (memo_lookup(o, &memo) == 0) {
-    /* In the store already: codemode-image need not start (nor load its libraries). */
-    int locked = lock_rootfs(img, o->image, memo.rootfs, err);
-    if (locked < 0) {
-      image_resolved_clear(&memo);
-      return -1;
-    }
+    /* In the store already: codemode-image need not start (nor load its libraries). A rootfs
+     * that cannot be locked (gone since the memo was written) is the slow path's to report. */
+    struct cm_error *ignored = NULL;
+    int locked = lock_rootfs(img, o->image, memo.rootfs, &ignored);
+    cm_error_freep(&ignored);
     if (locked == 0) {
       rootfs = memo.rootfs;
       config = memo.config;
