@@ -317,6 +317,11 @@ umoci_tree() { # umoci_tree REF DIR: skopeo copy + umoci unpack of the same imag
   [ "$status" -eq 125 ]
   run_cm_cmd "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "oci:$layout:t"
   [ "$status" -eq 0 ] && [ "$stdout" = "second image" ] || { echo "$output"; false; }
+  # Its rootfs removed behind the store's back: the run falls back to codemode-image, which
+  # unpacks it again.
+  rm -rf "$STORE/rootfs/"*
+  run_cm_cmd "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "oci:$layout:t"
+  [ "$status" -eq 0 ] && [ "$stdout" = "second image" ] || { echo "$output"; false; }
   # rmi: the name is gone, so is the memo's standing (and prune removes memos with the rest).
   img rmi --store "$STORE" "oci:$layout:t" >/dev/null
   run_cm_cmd env CODEMODE_IMAGE=/bin/false "$CODEMODE_RUN" --root "$ROOT" --store "$STORE" --image "oci:$layout:t"
