@@ -127,7 +127,10 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 
     ."node (bare)".spawn_ms as $n | ."codemode-run --image (mcp)".spawn_ms as $c |
     ."node (bare)".call_ms as $nc | ."codemode-run --image (mcp)".call_ms as $cc |
     "\ncodemode-run (mcp) − bare node: \(($c - $n) | . * 10 | round / 10) ms at start-up (goal ≤ 15), \(($cc - $nc) | . * 10 | round / 10) ms per fresh-container call (goal ≤ 20)" +
-    (if ."docker run --runtime=runc" then "; codemode-run / docker run: \(($c / ."docker run --runtime=runc".spawn_ms) | . * 100 | round / 100) (goal ≤ 0.25)" else "" end)' "$work/mcp.json"
+    (if ."docker run --runtime=runc" then
+      ."docker run --runtime=runc".spawn_ms as $d |
+      "; codemode-run / docker run: \(($c / $d) | . * 100 | round / 100) (goal ≤ 0.25; bare node alone is \(($n / $d) | . * 100 | round / 100)); what each adds to node: codemode-run \(($c - $n) | . * 10 | round / 10) ms, docker run \(($d - $n) | . * 10 | round / 10) ms, a ratio of \((($c - $n) / ($d - $n)) | . * 100 | round / 100)"
+     else "" end)' "$work/mcp.json"
   echo
   echo "| cold pull + unpack, 48 MiB (2 layers) from a local registry | median |"
   echo "|---|---|"
