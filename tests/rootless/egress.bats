@@ -260,3 +260,23 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$status" -ne 0 ] && [ "$status" -ne 28 ]
   [ "$(audit_count '.event == "connect" or .event == "dns"')" -eq 0 ]
 }
+
+@test "rootless egress: the same with codemode-run's own user namespace (--ephemeral; --host, where it comes before the broker)" {
+  egress --ephemeral --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 https://api.allowed.test/hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from api.allowed.test" ]
+  egress --ephemeral --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 --noproxy '*' https://api.allowed.test/hello
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from api.allowed.test" ]
+  egress --ephemeral --allow-host api.allowed.test -- /usr/bin/curl -sS -m 10 https://evil.test/
+  [ "$status" -ne 0 ]
+  # --host: the host's own curl, the lab's CA given to it.
+  run --separate-stderr timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile mcp \
+    --audit-log "$AUDIT" --allow-host api.allowed.test --dns-upstream "$LAB_DNS" --mount "$LAB_CA:/lab-ca.crt" \
+    --host -- curl -sS -m 20 --cacert /lab-ca.crt https://api.allowed.test/hello </dev/null
+  echo "# $output / $stderr" >&3
+  [ "$status" -eq 0 ]
+  [ "$output" = "hello from api.allowed.test" ]
+  [ "$(audit_count '.decision == "allow" and .host == "api.allowed.test"')" -ge 3 ]
+  [ -z "$(find /tmp -maxdepth 1 -name 'codemode-run.*' -user "$(id -u)")" ]
+}
