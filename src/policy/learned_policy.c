@@ -99,7 +99,14 @@ void learned_seen_parse(const char *comment, struct learned_seen *out) {
       sscanf(p, "seen %llu time, first %31s (run %d)", &count, first, &run) < 2)
     return;
   out->count = count;
-  if (strcmp(first, "?") != 0)
+  /* A time as learn mode writes it (RFC 3339: digits, letters, ':' '.' '+' '-'), or unknown: a
+   * hand-edited "first 21);" would otherwise be written back with its ';', and the next read
+   * would take that for the start of the rule's "; N paths beneath" part (fuzz_learned_policy). */
+  bool time_like = strcmp(first, "?") != 0;
+  for (const char *c = first; *c && time_like; c++)
+    time_like = (*c >= '0' && *c <= '9') || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || *c == ':' ||
+                *c == '.' || *c == '+' || *c == '-';
+  if (time_like)
     snprintf(out->first, sizeof(out->first), "%s", first);
   out->run = run;
 }
