@@ -66,17 +66,16 @@ static int rootless_maps(const char *file, const char *helper, uint32_t own, con
 
 /* Every range of our own map (a /proc/self/{uid,gid}_map), each id mapped to itself. */
 static int identity_maps(const char *file, struct spec_id_mapping **maps, size_t *n, struct cm_error **err) {
-  cleanup_fclose FILE *f = fopen(file, "re");
-  if (f == NULL)
+  struct cm_id_range r[340];
+  int k = cm_self_id_map(file, r, 340);
+  if (k < 0)
     return cm_error_set(err, errno, "read %s", file);
-  struct spec_id_mapping m[340];
-  size_t k = 0;
-  unsigned long inside, outside, count;
-  while (k < sizeof(m) / sizeof(m[0]) && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
-    m[k++] = (struct spec_id_mapping){(uint32_t)inside, (uint32_t)inside, (uint32_t)count};
   if (k == 0)
     return cm_error_set(err, 0, "%s: no id is mapped in our user namespace", file);
-  set_maps(maps, n, m, k);
+  struct spec_id_mapping m[340];
+  for (int i = 0; i < k; i++)
+    m[i] = (struct spec_id_mapping){r[i].inside, r[i].inside, r[i].count};
+  set_maps(maps, n, m, (size_t)k);
   return 0;
 }
 

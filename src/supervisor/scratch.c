@@ -186,7 +186,7 @@ int scratch_overlay(struct cleanup_plan *plan, const char *name, const char *low
   return 0;
 }
 
-void run_spec_nest_userns(struct spec *s, const struct cleanup_plan *plan) {
+void scratch_nest_userns(struct spec *s, const struct cleanup_plan *plan) {
   struct spec_namespace *ns = &s->linux_.namespaces[SPEC_NS_USER];
   if (!plan->own_userns || ns->present)
     return;

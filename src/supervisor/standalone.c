@@ -239,7 +239,7 @@ int supervisor_run_standalone(struct run_options *o) {
     cm_error_set(&err, errno, "stdio: set up pipes");
     goto out_err;
   }
-  run_spec_nest_userns(s, &plan);
+  scratch_nest_userns(s, &plan);
   int preserve_fds = 0;
   if (!o->no_init && run_init_prepare(s, &preserve_fds, &err) < 0)
     goto out_err;

@@ -77,7 +77,7 @@ struct cleanup_plan {
   int watcher_fd;                    /* our end of the watcher's pipe, or -1 */
   pid_t watcher_pid;                 /* reaped at the end, so our exit means it is gone too */
   bool own_userns;                   /* scratch.c made us a user namespace (not root): the
-                                        container's nests in it (run_spec_nest_userns) */
+                                        container's nests in it (scratch_nest_userns) */
 };
 /* 'B' tmp_bundle, 'E' ephemeral_dir, 'D' done: we cleaned up ourselves. */
 void plan_tell(const struct cleanup_plan *plan, char kind, const char *path);
@@ -94,7 +94,7 @@ int watcher_start(const struct runtime_context *ctx, const char *id, pid_t *pid)
 const char *scratch_dir(struct cleanup_plan *plan, struct cm_error **err);
 /* After scratch_dir made us a user namespace: the container gets one of its own nested in it
  * (the profile's, or one added here), never ours. */
-void run_spec_nest_userns(struct spec *s, const struct cleanup_plan *plan);
+void scratch_nest_userns(struct spec *s, const struct cleanup_plan *plan);
 int scratch_overlay(struct cleanup_plan *plan, const char *name, const char *lower, char *merged, size_t size,
                     struct cm_error **err);
 int scratch_layers(struct cleanup_plan *plan, const char *name, char *upper, char *work, size_t size,

@@ -1,28 +1,30 @@
 /* Root of the host's user namespace, or not (host_root.h). */
 #include "util/host_root.h"
 
-#include <fcntl.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 static int cached = -1;
 
-static bool initial_userns(void) {
-  int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return true; /* no /proc: nothing says otherwise, and geteuid() decided already */
-  char buf[128];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0)
-    return true;
-  buf[n] = '\0';
+int cm_self_id_map(const char *file, struct cm_id_range *out, size_t max) {
+  FILE *f = fopen(file, "re");
+  if (f == NULL)
+    return -1;
+  size_t n = 0;
   unsigned long inside, outside, count;
-  char tail;
-  /* One line mapping every id to itself, and nothing after it. */
-  return sscanf(buf, " %lu %lu %lu %c", &inside, &outside, &count, &tail) == 3 && inside == 0 && outside == 0 &&
-         count == 4294967295UL;
+  while (n < max && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+    out[n++] = (struct cm_id_range){(uint32_t)inside, (uint32_t)outside, (uint32_t)count};
+  fclose(f);
+  return (int)n;
+}
+
+static bool initial_userns(void) {
+  struct cm_id_range r[2];
+  int n = cm_self_id_map("/proc/self/uid_map", r, 2);
+  if (n <= 0)
+    return true; /* no /proc: nothing says otherwise, and geteuid() decided already */
+  /* One line mapping every id to itself. */
+  return n == 1 && r[0].inside == 0 && r[0].outside == 0 && r[0].count == 4294967295U;
 }
 
 bool cm_host_root(void) {
@@ -38,17 +40,11 @@ void cm_host_root_forget(void) {
 }
 
 unsigned cm_host_uid(void) {
-  unsigned self = (unsigned)geteuid();
-  FILE *f = fopen("/proc/self/uid_map", "re");
-  if (f == NULL)
-    return self;
-  unsigned long inside, outside, count;
-  unsigned found = self;
-  while (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
-    if (self >= inside && self - inside < count) {
-      found = (unsigned)(outside + (self - inside));
-      break;
-    }
-  fclose(f);
-  return found;
+  uint32_t self = (uint32_t)geteuid();
+  struct cm_id_range r[340];
+  int n = cm_self_id_map("/proc/self/uid_map", r, 340);
+  for (int i = 0; i < n; i++)
+    if (self >= r[i].inside && self - r[i].inside < r[i].count)
+      return r[i].outside + (self - r[i].inside);
+  return self;
 }

@@ -7,6 +7,16 @@
 #define CM_UTIL_HOST_ROOT_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One line of a /proc/PID/{uid,gid}_map: ids inside, the first one outside, how many. */
+struct cm_id_range {
+  uint32_t inside, outside, count;
+};
+/* Our own map (file: "/proc/self/uid_map" or "/proc/self/gid_map"), at most max ranges: their
+ * number, -1 when it cannot be read. */
+int cm_self_id_map(const char *file, struct cm_id_range *out, size_t max);
 
 /* euid 0 and /proc/self/uid_map the initial namespace's identity map ("0 0 4294967295"). Read
  * once per process, then cached. */
