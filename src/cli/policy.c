@@ -16,6 +16,7 @@
 #include "supervisor/egress_setup.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/host_root.h"
 
 int cli_policy_prepare(const struct cli_globals *g, struct create_options *o, struct cli_policy *out,
                        struct cm_error **err) {
@@ -185,7 +186,7 @@ int cmd_policy(struct cli_globals *g, int argc, char **argv) {
     printf("%s\n", landlock.lines[i]);
   policy_report_free(&landlock);
   /* Not root: where the limits will (or will not) be enforced (runtime/rootless.h). */
-  if (geteuid() != 0) {
+  if (!cm_host_root()) {
     char line[1024];
     if (rootless_cgroup_explain(&g->ctx, p.spec, "ID", line, sizeof(line), &err) < 0) {
       cli_policy_free(&p);

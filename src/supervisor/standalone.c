@@ -25,6 +25,7 @@
 #include "supervisor/supervisor.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/host_root.h"
 
 static int fail(struct cm_error *err) {
   cleanup_free char *msg = cm_error_format(err);
@@ -169,7 +170,7 @@ int supervisor_run_standalone(struct run_options *o) {
       printf("%s\n", landlock.lines[i]);
     policy_report_free(&landlock);
     run_observe_explain(observe, o);
-    if (geteuid() != 0) {
+    if (!cm_host_root()) {
       char line[1024];
       if (rootless_cgroup_explain(&ctx, s, o->id, line, sizeof(line), &err) < 0)
         goto out_err;
