@@ -280,28 +280,16 @@ int store_set_ref(struct image_store *st, const char *canonical, const char *man
   return rc;
 }
 
+/* A name record, its manifest a digest (util/image_resolved.h reads the record). */
 static int read_ref_file(int dirfd, const char *file, char **name, char **manifest) {
-  cleanup_close int fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
+  if (image_store_read_ref(dirfd, file, name, manifest) < 0)
     return -1;
-  char buf[8192];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
-  yajl_val tree = yajl_tree_parse(buf, NULL, 0);
-  if (tree == NULL)
-    return -1;
-  const char *nm = YAJL_GET_STRING(jfind(tree, "name"));
-  const char *mf = YAJL_GET_STRING(jfind(tree, "manifest"));
-  int rc = -1;
-  if (nm && mf && digest_valid(mf)) {
-    *name = strdup(nm);
-    *manifest = strdup(mf);
-    rc = 0;
-  }
-  yajl_tree_free(tree);
-  return rc;
+  if (digest_valid(*manifest))
+    return 0;
+  free(*name);
+  free(*manifest);
+  *name = *manifest = NULL;
+  return -1;
 }
 
 char *store_get_ref(struct image_store *st, const char *canonical) {

@@ -163,18 +163,29 @@ static bool get_int(yajl_val t, const char *key, long long *v) {
   return true;
 }
 
+int image_store_read_ref(int dirfd, const char *file, char **name, char **manifest) {
+  cleanup_free char *json = read_small_at(dirfd, file);
+  yajl_val t = json ? yajl_tree_parse(json, NULL, 0) : NULL;
+  if (t == NULL)
+    return -1;
+  *name = dup_string(t, "name");
+  *manifest = dup_string(t, "manifest");
+  yajl_tree_free(t);
+  if (*name && *manifest)
+    return 0;
+  free(*name);
+  free(*manifest);
+  *name = *manifest = NULL;
+  return -1;
+}
+
 /* images/<escaped name> names manifest still. */
 static bool name_names(int store_fd, const char *name, const char *manifest) {
   char esc[PATH_MAX], path[PATH_MAX + 16];
   image_store_escape_name(name, esc, sizeof(esc));
   snprintf(path, sizeof(path), "images/%s", esc);
-  cleanup_free char *json = read_small_at(store_fd, path);
-  yajl_val t = json ? yajl_tree_parse(json, NULL, 0) : NULL;
-  const char *m = t ? YAJL_GET_STRING(jfind(t, "manifest")) : NULL;
-  bool same = m && strcmp(m, manifest) == 0;
-  if (t)
-    yajl_tree_free(t);
-  return same;
+  cleanup_free char *recorded_name = NULL, *recorded = NULL;
+  return image_store_read_ref(store_fd, path, &recorded_name, &recorded) == 0 && strcmp(recorded, manifest) == 0;
 }
 
 int image_resolved_lookup(int store_fd, const char *ref, struct image_resolved *out) {

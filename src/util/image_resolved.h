@@ -29,6 +29,10 @@ char *image_store_default_dir(void);
 /* A name as one file name of the store ("oci:/a/b:t" → "oci%3A%2Fa%2Fb%3At"). */
 void image_store_escape_name(const char *name, char *out, size_t size);
 
+/* A name record of the store (images/<escaped name>: {"name","manifest"}) read at dirfd/file:
+ * 0 with both strings malloc'd, -1 when it is missing or malformed. */
+int image_store_read_ref(int dirfd, const char *file, char **name, char **manifest);
+
 struct image_source_stamp {
   uint64_t dev, ino, size;
   int64_t mtime_ns, ctime_ns;
