@@ -87,6 +87,18 @@ start_detached() {
   grep -q ":/cm-test-bats/$CID\$" "/proc/$PID/cgroup"
 }
 
+@test "without cgroupsPath the container's cgroup is /codemode/ID, removed at delete" {
+  codemode_only default-cgroup-parent
+  set_cfg 'del(.linux.cgroupsPath)'
+  start_detached
+  grep -q ":/codemode/$CID\$" "/proc/$PID/cgroup"
+  local d
+  d=$(cg_dir "$PID" pids)
+  [ "$d" = "${d%/codemode/$CID}/codemode/$CID" ]
+  cm delete --force "$CID"
+  [ ! -d "$d" ]
+}
+
 @test "delete removes the container's cgroups" {
   set_cfg '.linux.cgroupsPath = "/cm-test-bats/" + $id' --arg id "$CID"
   start_detached
