@@ -5,12 +5,17 @@
  *   codemode-image pull [--store DIR] [--tls-ca FILE] [--authfile FILE] [-q] REF
  *   codemode-image images [--store DIR] [--format table|json] [-q] [--prune]
  *   codemode-image rmi [--store DIR] REF…
- *   codemode-image resolve [--store DIR] [--pull missing|always|never] [--tls-ca FILE] REF
- *       → {"name":…,"manifest":"sha256:…","rootfs":DIR,"config":FILE} on stdout */
+ *   codemode-image resolve [--store DIR] [--pull missing|always|never] [--tls-ca FILE] [LIMITS] REF
+ *       → {"name":…,"manifest":"sha256:…","rootfs":DIR,"config":FILE} on stdout
+ *   LIMITS: --max-layer-size SIZE --max-layer-ratio N --max-image-size SIZE --max-inodes N (the
+ *       unpacked rootfs' bounds, image.h struct unpack_limits) */
+#include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <yajl/yajl_gen.h>
 
@@ -22,11 +27,16 @@ static const char usage[] =
     "usage: codemode-image pull [--store DIR] [--tls-ca FILE] [--authfile FILE] [-q] REF\n"
     "       codemode-image images [--store DIR] [--format table|json] [-q] [--prune]\n"
     "       codemode-image rmi [--store DIR] REF...\n"
-    "       codemode-image resolve [--store DIR] [--pull missing|always|never] [--tls-ca FILE] REF\n"
+    "       codemode-image resolve [--store DIR] [--pull missing|always|never] [--tls-ca FILE]\n"
+    "                              [--max-layer-size SIZE] [--max-layer-ratio N] [--max-image-size SIZE]\n"
+    "                              [--max-inodes N] REF\n"
     "\n"
     "REF: oci:DIR[:TAG] (an OCI image layout), docker-archive:FILE (docker save),\n"
     "     or [REGISTRY/]NAME[:TAG][@sha256:DIGEST] (a registry, over HTTPS).\n"
-    "The store: /var/lib/codemode as root, $XDG_DATA_HOME/codemode (~/.local/share/codemode) else.\n";
+    "The store: /var/lib/codemode as root, $XDG_DATA_HOME/codemode (~/.local/share/codemode) else.\n"
+    "Unpacking limits (0: none): a layer's files at most --max-layer-size (16G) and --max-layer-ratio\n"
+    "(100) times its compressed size + 16M, the image's at most --max-image-size (64G) and\n"
+    "--max-inodes (2000000) entries. SIZE: bytes, or with K, M, G, T (powers of 1024).\n";
 
 static int fail(struct cm_error *err) {
   cleanup_free char *msg = cm_error_format(err);
@@ -38,15 +48,58 @@ static int fail(struct cm_error *err) {
 struct opts {
   const char *store, *ca, *authfile, *format, *pull;
   bool quiet, prune;
+  struct unpack_limits limits;
+  const char *limit_flag; /* the first limit flag given: only resolve unpacks */
 };
 
+/* "16G", "512M", "4096", "2GiB" → bytes (powers of 1024); -1 when it is not one. */
+static int64_t parse_size(const char *s, bool units) {
+  if (*s < '0' || *s > '9')
+    return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno)
+    return -1;
+  int shift = 0;
+  if (units && *end) {
+    const char *u = strchr("KMGTP", *end & ~0x20);
+    if (u == NULL)
+      return -1;
+    shift = 10 * (int)(u - "KMGTP" + 1);
+    end++;
+    if (strcasecmp(end, "iB") == 0 || strcasecmp(end, "B") == 0)
+      end += strlen(end);
+  }
+  if (*end || v > (unsigned long long)(INT64_MAX >> shift))
+    return -1;
+  return (int64_t)(v << shift);
+}
+
+static int set_limit(struct opts *o, int64_t *dst, const char *flag, const char *arg, bool units) {
+  if (o->limit_flag == NULL)
+    o->limit_flag = flag;
+  int64_t v = parse_size(arg, units);
+  if (v < 0) {
+    fprintf(stderr, "codemode: %s: \"%s\" is not %s (0 for no limit)\n", flag, arg,
+            units ? "a size (bytes, or with K, M, G or T: 16G)" : "a whole number");
+    return -1;
+  }
+  *dst = v;
+  return 0;
+}
+
 static int parse(int argc, char **argv, struct opts *o) {
-  enum { O_STORE = 256, O_CA, O_AUTH, O_FORMAT, O_PULL, O_PRUNE };
+  enum { O_STORE = 256, O_CA, O_AUTH, O_FORMAT, O_PULL, O_PRUNE, O_MAX_LAYER, O_MAX_RATIO, O_MAX_IMAGE, O_MAX_INODES };
   static const struct option lo[] = {
       {"store", required_argument, NULL, O_STORE}, {"tls-ca", required_argument, NULL, O_CA},
       {"authfile", required_argument, NULL, O_AUTH}, {"format", required_argument, NULL, O_FORMAT},
       {"pull", required_argument, NULL, O_PULL},   {"prune", no_argument, NULL, O_PRUNE},
       {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
+      {"max-layer-size", required_argument, NULL, O_MAX_LAYER},
+      {"max-layer-ratio", required_argument, NULL, O_MAX_RATIO},
+      {"max-image-size", required_argument, NULL, O_MAX_IMAGE},
+      {"max-inodes", required_argument, NULL, O_MAX_INODES},
       {NULL, 0, NULL, 0},
   };
   int c;
@@ -71,6 +124,22 @@ static int parse(int argc, char **argv, struct opts *o) {
       o->pull = optarg;
       break;
     case O_PRUNE: o->prune = true; break;
+    case O_MAX_LAYER:
+      if (set_limit(o, &o->limits.layer_bytes, "--max-layer-size", optarg, true) < 0)
+        return -1;
+      break;
+    case O_MAX_RATIO:
+      if (set_limit(o, &o->limits.layer_ratio, "--max-layer-ratio", optarg, false) < 0)
+        return -1;
+      break;
+    case O_MAX_IMAGE:
+      if (set_limit(o, &o->limits.image_bytes, "--max-image-size", optarg, true) < 0)
+        return -1;
+      break;
+    case O_MAX_INODES:
+      if (set_limit(o, &o->limits.inodes, "--max-inodes", optarg, false) < 0)
+        return -1;
+      break;
     case 'q': o->quiet = true; break;
     case 'h': fputs(usage, stdout); exit(0);
     default: fputs(usage, stderr); return -1;
@@ -82,6 +151,22 @@ static int parse(int argc, char **argv, struct opts *o) {
 static void gen_str(yajl_gen g, const char *k, const char *v) {
   yajl_gen_string(g, (const unsigned char *)k, strlen(k));
   yajl_gen_string(g, (const unsigned char *)v, strlen(v));
+}
+
+/* A resolve that pulled an image it then could not unpack (a limit, a hostile layer): the name
+ * goes back to what it was and the blobs only this pull brought go, so that nothing of a refused
+ * image stays in the store. */
+static void forget_pull(struct image_store *st, const char *canonical, const char *before) {
+  struct cm_error *e = NULL;
+  int r = before ? store_set_ref(st, canonical, before, &e) : store_remove_ref(st, canonical, &e);
+  int64_t freed;
+  if (r == 0)
+    r = store_prune(st, &freed, &e);
+  if (r < 0) {
+    cleanup_free char *msg = cm_error_format(e);
+    fprintf(stderr, "codemode: warning: %s\n", msg);
+    cm_error_free(e);
+  }
 }
 
 static int cmd_pull(struct opts *o, const char *text, bool resolve) {
@@ -117,11 +202,19 @@ static int cmd_pull(struct opts *o, const char *text, bool resolve) {
     if (manifest == NULL && strcmp(mode, "never") == 0)
       rc = cm_error_set(&err, 0, "image %s is not in the store %s (codemode pull %s)", text, st.root, text);
   }
-  if (rc == 0 && manifest == NULL)
+  bool pulled = false;
+  cleanup_free char *before = NULL;
+  if (rc == 0 && manifest == NULL) {
+    before = store_get_ref(&st, ref.canonical);
     rc = image_pull(&st, &ref, &po, &manifest, &err);
+    pulled = rc == 0;
+  }
   cleanup_free char *dir = NULL;
-  if (rc == 0 && resolve)
-    rc = store_rootfs(&st, manifest, &dir, &err);
+  if (rc == 0 && resolve) {
+    rc = store_rootfs(&st, manifest, &o->limits, &dir, &err);
+    if (rc < 0 && pulled)
+      forget_pull(&st, ref.canonical, before);
+  }
   if (rc == 0 && resolve) {
     char rootfs[4096], cfg[4096];
     snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
@@ -250,11 +343,17 @@ int main(int argc, char **argv) {
   }
   const char *cmd = argv[1];
   struct opts o = {0};
+  unpack_limits_default(&o.limits);
   int first = parse(argc - 1, argv + 1, &o);
   if (first < 0)
     return 1;
   int rest = argc - 1 - first;
   char **args = argv + 1 + first;
+  if (o.limit_flag && strcmp(cmd, "resolve") != 0) {
+    fprintf(stderr, "codemode: %s: %s goes with resolve, which unpacks (codemode-image resolve %s …); %s does not "
+                    "unpack\n", cmd, o.limit_flag, o.limit_flag, cmd);
+    return 1;
+  }
   if (strcmp(cmd, "pull") == 0 || strcmp(cmd, "resolve") == 0) {
     if (rest != 1) {
       fprintf(stderr, "codemode: %s: expects one image reference (see --help)\n", cmd);

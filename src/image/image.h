@@ -47,6 +47,11 @@ void image_ref_clear(struct image_ref *r);
 #define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
 #define MT_DOCKER_CONFIG "application/vnd.docker.container.image.v1+json"
 
+/* The most a manifest or index (distribution's own limit) and an image config may be: they are
+ * read whole into memory. Blobs are cut off at the size their descriptor declares. */
+#define IMAGE_MANIFEST_MAX (4 << 20)
+#define IMAGE_CONFIG_MAX (16 << 20)
+
 struct image_descriptor {
   char *media_type;
   char *digest;
@@ -118,15 +123,34 @@ void store_image_entries_free(struct store_image_entry *e, size_t n);
 /* The unpacked image of a manifest: *dir = <store>/rootfs/<manifest hex>, holding rootfs/ (the
  * read-only root every run shares) and config.json (the image config). Made once: unpacked in
  * tmp/ and renamed into place. *dir malloc'd. */
-int store_rootfs(struct image_store *st, const char *manifest_digest, char **dir, struct cm_error **err);
+struct unpack_limits;
+int store_rootfs(struct image_store *st, const char *manifest_digest, const struct unpack_limits *lim, char **dir,
+                 struct cm_error **err);
 /* Remove rootfs dirs and blobs no name refers to; *freed bytes. */
 int store_prune(struct image_store *st, int64_t *freed, struct cm_error **err);
 /* flock on store/lock: exclusive for changes that remove things, shared for adding. */
 int store_lock(struct image_store *st, bool exclusive, struct cm_error **err);
 
 /* --- unpacking (unpack.c) -------------------------------------------------------------------- */
+/* What one image may unpack to: a layer is an attacker's stream, and a small gzip can say
+ * "a 512 MiB file of zeros" (a decompression bomb). Bytes are the declared sizes of the entries
+ * (a sparse file's holes count), counted before anything is written. 0: no limit. The CLI's
+ * --max-layer-size, --max-layer-ratio, --max-image-size and --max-inodes set them. */
+struct unpack_limits {
+  int64_t layer_bytes; /* one layer's files */
+  int64_t layer_ratio; /* one layer's files ≤ ratio × its compressed size + UNPACK_RATIO_SLACK */
+  int64_t image_bytes; /* every layer's files together */
+  int64_t inodes;      /* entries of the whole image */
+};
+#define UNPACK_DEFAULT_LAYER_BYTES (16LL << 30)
+#define UNPACK_DEFAULT_LAYER_RATIO 100
+#define UNPACK_RATIO_SLACK (16LL << 20)
+#define UNPACK_DEFAULT_IMAGE_BYTES (64LL << 30)
+#define UNPACK_DEFAULT_INODES 2000000
+void unpack_limits_default(struct unpack_limits *l);
 struct unpack_options {
   bool rootless; /* no device nodes, no owners other than ours, no setuid/setgid bits */
+  struct unpack_limits limits;
 };
 /* Apply one layer (a tar stream, compressed or not: gzip, zstd) to the directory root_fd.
  * A security boundary: no entry lands outside the rootfs (absolute names, "..", symlinks made

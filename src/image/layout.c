@@ -26,7 +26,9 @@ static void yajl_freep(yajl_val *v) {
 }
 #define cleanup_yajl __attribute__((cleanup(yajl_freep)))
 
+/* size < 0 (index.json's entry did not say): the top document, bounded as a manifest. */
 static int copy_fd_to_blob(struct image_store *st, int in, const char *digest, int64_t size, struct cm_error **err) {
+  int64_t max = size >= 0 ? size : IMAGE_MANIFEST_MAX;
   struct blob_writer w;
   if (store_blob_begin(st, &w, err) < 0)
     return -1;
@@ -41,6 +43,12 @@ static int copy_fd_to_blob(struct image_store *st, int in, const char *digest, i
     }
     if (n == 0)
       break;
+    /* Never read past what the descriptor declares (a blob file that grew, a FIFO). */
+    if ((int64_t)n > max - w.written) {
+      store_blob_abort(st, &w);
+      return cm_error_set(err, 0, "blob %s: more than the %lld bytes %s: refused", digest, (long long)max,
+                          size >= 0 ? "its descriptor declares" : "a manifest may have");
+    }
     if (store_blob_write(&w, buf, (size_t)n, err) < 0) {
       store_blob_abort(st, &w);
       return -1;

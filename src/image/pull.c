@@ -12,6 +12,19 @@
 #include "image/image.h"
 #include "util/cleanup.h"
 
+/* What a descriptor may declare before anything is fetched: the fetch is cut off at the
+ * declared size, so the declaration itself is what bounds a download. */
+static int check_declared(const struct blob_source *src, const struct image_descriptor *d, const char *what,
+                          int64_t max, struct cm_error **err) {
+  if (d->size < 0)
+    return cm_error_set(err, 0, "%s: the %s %s has no size: refused (a descriptor must declare it)", src->name, what,
+                        d->digest);
+  if (max > 0 && d->size > max)
+    return cm_error_set(err, 0, "%s: the %s %s declares %lld bytes, more than the %lld a %s may have: refused",
+                        src->name, what, d->digest, (long long)d->size, (long long)max, what);
+  return 0;
+}
+
 static int ensure_blob(struct image_store *st, const struct blob_source *src, const struct image_descriptor *d,
                        struct cm_error **err) {
   if (store_has_blob(st, d->digest))
@@ -40,7 +53,9 @@ int pull_tree(struct image_store *st, const struct blob_source *src, const char 
     struct image_descriptor d = {0};
     if (index_pick_platform(json, len, &d, err) < 0)
       return cm_error_prefix(err, "%s", src->name);
-    int rc = ensure_blob(st, src, &d, err);
+    int rc = check_declared(src, &d, "manifest", IMAGE_MANIFEST_MAX, err);
+    if (rc == 0)
+      rc = ensure_blob(st, src, &d, err);
     free(current);
     current = strdup(d.digest);
     image_descriptor_clear(&d);
@@ -54,7 +69,11 @@ int pull_tree(struct image_store *st, const struct blob_source *src, const char 
   struct image_manifest m;
   if (manifest_parse(json, len, &m, err) < 0)
     return cm_error_prefix(err, "%s", src->name);
-  int rc = ensure_blob(st, src, &m.config, err);
+  int rc = check_declared(src, &m.config, "config", IMAGE_CONFIG_MAX, err);
+  for (size_t i = 0; rc == 0 && i < m.n_layers; i++)
+    rc = check_declared(src, &m.layers[i], "layer", 0, err);
+  if (rc == 0)
+    rc = ensure_blob(st, src, &m.config, err);
   for (size_t i = 0; rc == 0 && i < m.n_layers; i++) {
     if (!src->quiet && !store_has_blob(st, m.layers[i].digest))
       fprintf(stderr, "codemode: pulling layer %zu/%zu %.19s (%lld bytes)\n", i + 1, m.n_layers,

@@ -5,11 +5,15 @@
  * $DOCKER_CONFIG/config.json or ~/.docker/config.json ("auths": {"host": {"auth": base64}}) when
  * there are some, or Basic auth with them directly. CAs: the system's, plus
  * /etc/docker/certs.d/HOST/ca.crt, /etc/containers/certs.d/HOST/ (*.crt) and --tls-ca FILE. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +24,9 @@
 #include "spec/json_util.h"
 #include "util/cleanup.h"
 
-#define MANIFEST_MAX (4u << 20)
+#define MANIFEST_MAX IMAGE_MANIFEST_MAX
+/* Hops of one request's redirect chain (a blob's storage URL is one or two away). */
+#define MAX_REDIRECTS 5
 
 static const char accept_manifests[] = "Accept: " MT_OCI_INDEX ", " MT_OCI_MANIFEST ", " MT_DOCKER_LIST
                                        ", " MT_DOCKER_MANIFEST;
@@ -56,7 +62,142 @@ struct registry {
   char *bearer;     /* the token we were given, or NULL */
   struct buf ca;    /* PEM bundle: system + extra */
   char name[512];   /* for messages */
+  /* Where connections may go although the address is refused for redirects: the registry the
+   * user named (and a proxy the environment names), resolved once before the first request. */
+  struct sockaddr_storage *named;
+  size_t n_named;
+  struct sockaddr_storage *own; /* this machine's addresses (every interface of our netns) */
+  size_t n_own;
 };
+
+/* --- where a connection may go ---------------------------------------------------------------- */
+
+/* Why an address is not one a registry may send us to, or NULL. A redirect (or a token realm)
+ * is the registry's word: without this it could make the puller reach the services of the
+ * machine it runs on or of its private network (SSRF). */
+static const char *refused_v4(uint32_t a) {
+  if ((a >> 24) == 0)
+    return "an unspecified (0.0.0.0/8) address";
+  if ((a >> 24) == 127)
+    return "a loopback address";
+  if ((a >> 16) == 0xa9fe)
+    return "a link-local (169.254.0.0/16, cloud metadata) address";
+  if ((a >> 24) == 10 || (a >> 20) == 0xac1 || (a >> 16) == 0xc0a8)
+    return "a private (RFC 1918) address";
+  if ((a >> 22) == (100u << 2 | 1))
+    return "a shared (100.64.0.0/10) address";
+  if ((a >> 28) == 0xe)
+    return "a multicast address";
+  if ((a >> 28) == 0xf)
+    return "a reserved or broadcast address";
+  return NULL;
+}
+
+static const char *refused_addr(const struct sockaddr *sa) {
+  if (sa->sa_family == AF_INET)
+    return refused_v4(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+  if (sa->sa_family != AF_INET6)
+    return "not an IP address";
+  const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+  const uint8_t *b = a->s6_addr;
+  if (IN6_IS_ADDR_UNSPECIFIED(a))
+    return "the unspecified address";
+  if (IN6_IS_ADDR_LOOPBACK(a))
+    return "a loopback address";
+  /* ::ffff:a.b.c.d, ::a.b.c.d and 64:ff9b::a.b.c.d reach the IPv4 address they hold. */
+  static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b};
+  if (IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a) || memcmp(b, nat64, 12) == 0) {
+    uint32_t v4;
+    memcpy(&v4, b + 12, 4);
+    return refused_v4(ntohl(v4));
+  }
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
+    return "a link-local (fe80::/10) address";
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0)
+    return "a site-local (fec0::/10) address";
+  if ((b[0] & 0xfe) == 0xfc)
+    return "a private (fc00::/7) address";
+  if (b[0] == 0xff)
+    return "a multicast address";
+  return NULL;
+}
+
+static bool same_addr(const struct sockaddr *a, const struct sockaddr_storage *b) {
+  if (a->sa_family != b->ss_family)
+    return false;
+  if (a->sa_family == AF_INET)
+    return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+  return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+                sizeof(struct in6_addr)) == 0;
+}
+
+static bool addr_in(const struct sockaddr *a, const struct sockaddr_storage *set, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (same_addr(a, &set[i]))
+      return true;
+  return false;
+}
+
+static void addr_add(struct sockaddr_storage **set, size_t *n, const struct sockaddr *sa) {
+  if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) || *n >= 256 || addr_in(sa, *set, *n))
+    return;
+  *set = realloc(*set, (*n + 1) * sizeof(**set));
+  if (*set == NULL)
+    abort();
+  memset(&(*set)[*n], 0, sizeof(**set));
+  memcpy(&(*set)[*n], sa, sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+  (*n)++;
+}
+
+/* The addresses a host name (or "host:port", "[v6]:port", a URL's authority) resolves to. */
+static void resolve_into(struct registry *r, const char *authority) {
+  char host[256];
+  const char *h = authority;
+  size_t len;
+  if (*h == '[') {
+    h++;
+    len = strcspn(h, "]");
+  } else {
+    len = strcspn(h, ":/");
+  }
+  if (len == 0 || len >= sizeof(host))
+    return;
+  memcpy(host, h, len);
+  host[len] = '\0';
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+  if (getaddrinfo(host, NULL, &hints, &res) != 0)
+    return;
+  for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+    addr_add(&r->named, &r->n_named, ai->ai_addr);
+  freeaddrinfo(res);
+}
+
+/* The proxy curl will connect to for an https URL (its environment variables): the user named
+ * it, as they named the registry. */
+static void resolve_proxy(struct registry *r) {
+  static const char *const vars[] = {"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"};
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    const char *v = getenv(vars[i]);
+    if (v == NULL || *v == '\0')
+      continue;
+    const char *auth = strstr(v, "://");
+    auth = auth ? auth + 3 : v;
+    const char *at = strchr(auth, '@');
+    if (at && at < auth + strcspn(auth, "/"))
+      auth = at + 1;
+    resolve_into(r, auth);
+  }
+}
+
+static void own_addresses(struct registry *r) {
+  struct ifaddrs *ifa = NULL;
+  if (getifaddrs(&ifa) < 0)
+    return;
+  for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+    if (i->ifa_addr)
+      addr_add(&r->own, &r->n_own, i->ifa_addr);
+  freeifaddrs(ifa);
+}
 
 /* --- credentials ------------------------------------------------------------------------------ */
 
@@ -182,14 +323,24 @@ struct response {
   /* blob downloads stream here instead of body */
   struct image_store *st;
   struct blob_writer *w;
+  int64_t limit; /* w: the size the descriptor declares; a byte more stops the transfer */
   struct cm_error **err;
-  bool write_failed;
+  bool write_failed, too_big;
+  char *location;     /* the last redirect's target */
+  struct registry *r; /* for the connection check */
+  char refused[768];  /* why a connection was not made */
 };
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg) {
   struct response *res = arg;
   size_t len = size * n;
   if (res->w && res->status / 100 == 2) {
+    /* Counted as it streams: a registry that sends more than the manifest declares is cut off
+     * at the declared size, not read to its end and refused afterwards. */
+    if ((int64_t)len > res->limit - res->w->written) {
+      res->too_big = true;
+      return 0;
+    }
     if (store_blob_write(res->w, p, len, res->err) < 0) {
       res->write_failed = true;
       return 0;
@@ -197,7 +348,39 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
     return len;
   }
   buf_append(&res->body, p, len);
-  return len;
+  /* A short count stops the transfer: a buffered response never grows past its bound. */
+  return res->body.overflow ? 0 : len;
+}
+
+/* Called for every connection curl makes (the registry, a token realm, each redirect's target),
+ * with the address it is about to connect to: what is checked is what is connected, so a name
+ * that resolves differently the second time (DNS rebinding) changes nothing. */
+static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a) {
+  struct response *res = arg;
+  struct registry *r = res->r;
+  (void)purpose;
+  const struct sockaddr *sa = &a->addr;
+  char ip[INET6_ADDRSTRLEN] = "?";
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof(ip));
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof(ip));
+  /* The registry the user named may be anywhere (a local mirror, a registry on this host). */
+  if (!addr_in(sa, r->named, r->n_named)) {
+    const char *why = refused_addr(sa);
+    if (why == NULL && addr_in(sa, r->own, r->n_own))
+      why = "an address of this machine";
+    if (why) {
+      snprintf(res->refused, sizeof(res->refused),
+               "%s%s connects to %s, %s: refused (only the registry named, %s, may be on this machine or a private "
+               "network)",
+               res->location ? "the redirect to " : "", res->location ? res->location : "it", ip, why,
+               r->host);
+      return CURL_SOCKET_BAD;
+    }
+  }
+  int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+  return fd < 0 ? CURL_SOCKET_BAD : fd;
 }
 
 static size_t on_header(char *p, size_t size, size_t n, void *arg) {
@@ -209,7 +392,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
     res->www_authenticate = NULL;
     sscanf(p, "HTTP/%*s %ld", &res->status);
   }
-  const char *wa = "www-authenticate:", *ct = "content-type:";
+  const char *wa = "www-authenticate:", *ct = "content-type:", *loc = "location:", *cl = "content-length:";
   char **dst = NULL;
   size_t skip = 0;
   if (len > strlen(wa) && strncasecmp(p, wa, strlen(wa)) == 0) {
@@ -218,6 +401,16 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
   } else if (len > strlen(ct) && strncasecmp(p, ct, strlen(ct)) == 0) {
     dst = &res->content_type;
     skip = strlen(ct);
+  } else if (len > strlen(loc) && strncasecmp(p, loc, strlen(loc)) == 0 && res->status / 100 == 3) {
+    dst = &res->location;
+    skip = strlen(loc);
+  } else if (len > strlen(cl) && strncasecmp(p, cl, strlen(cl)) == 0 && res->w && res->status / 100 == 2) {
+    /* A blob announced larger than declared: refused before its first byte. */
+    long long n = strtoll(p + strlen(cl), NULL, 10);
+    if (n > res->limit) {
+      res->too_big = true;
+      return 0;
+    }
   }
   if (dst) {
     const char *v = p + skip;
@@ -238,6 +431,7 @@ static void response_clear(struct response *res) {
   free(res->body.data);
   free(res->www_authenticate);
   free(res->content_type);
+  free(res->location);
   memset(res, 0, sizeof(*res));
 }
 
@@ -265,11 +459,16 @@ static int http_get(struct registry *r, const char *url, const char *accept, con
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, res);
   /* Blob downloads are redirected to storage hosts; curl does not send our Authorization header
-   * to another host. Only HTTPS, also after a redirect. */
+   * to another host. Only HTTPS, also after a redirect (a plain-http hop would hand the blob,
+   * or a token in its URL, to anyone on the path), a bounded chain, and every connection's
+   * address checked (on_open_socket). */
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, (long)MAX_REDIRECTS);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+  res->r = r;
+  curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+  curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, res);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
@@ -287,10 +486,23 @@ static int http_get(struct registry *r, const char *url, const char *accept, con
   curl_easy_cleanup(c);
   if (res->write_failed)
     return -1;
+  /* (A refused address among several curl tried, one of which was fine, is no failure.) */
+  if (rc != CURLE_OK && res->refused[0])
+    return cm_error_set(err, 0, "GET %s: %s", url, res->refused);
+  if (res->too_big)
+    return cm_error_set(err, 0, "GET %s: the registry sends more than the %lld bytes the descriptor declares: cut off "
+                        "and refused", url, (long long)res->limit);
+  if (res->body.overflow)
+    return cm_error_set(err, 0, "GET %s: the response is larger than %zu bytes: cut off and refused", url,
+                        res->body.max);
+  if (rc == CURLE_UNSUPPORTED_PROTOCOL && res->location)
+    return cm_error_set(err, 0, "GET %s: the redirect to %s is refused: redirects are followed over https only", url,
+                        res->location);
+  if (rc == CURLE_TOO_MANY_REDIRECTS)
+    return cm_error_set(err, 0, "GET %s: more than %d redirects (the last to %s): refused", url, MAX_REDIRECTS,
+                        res->location ? res->location : "?");
   if (rc != CURLE_OK)
     return cm_error_set(err, 0, "GET %s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
-  if (res->body.overflow)
-    return cm_error_set(err, EFBIG, "GET %s: the response is larger than %u bytes", url, MANIFEST_MAX);
   return 0;
 }
 
@@ -392,7 +604,8 @@ static int registry_get(struct registry *r, const char *url, const char *accept,
       break;
     cleanup_free char *challenge = res->www_authenticate ? strdup(res->www_authenticate) : NULL;
     response_clear(res);
-    *res = (struct response){.st = saved.st, .w = saved.w, .err = saved.err, .body.max = saved.body.max};
+    *res = (struct response){
+        .st = saved.st, .w = saved.w, .limit = saved.limit, .err = saved.err, .body.max = saved.body.max};
     if (authenticate(r, challenge, err) < 0)
       return -1;
   }
@@ -421,7 +634,7 @@ static int registry_fetch(void *ctx, struct image_store *st, const struct image_
   struct blob_writer w;
   if (store_blob_begin(st, &w, err) < 0)
     return -1;
-  struct response res = {.st = st, .w = &w, .err = err, .body.max = 1 << 16};
+  struct response res = {.st = st, .w = &w, .limit = d->size, .err = err, .body.max = 1 << 16};
   int rc = registry_get(r, url, manifest ? accept_manifests : NULL, &res, err);
   response_clear(&res);
   if (rc < 0) {
@@ -446,6 +659,9 @@ int registry_pull(struct image_store *st, const struct image_ref *ref, const str
   snprintf(r.name, sizeof(r.name), "%s", ref->canonical);
   r.basic = credentials_for(host, o->auth_file);
   ca_build(&r);
+  resolve_into(&r, host);
+  resolve_proxy(&r);
+  own_addresses(&r);
   int rc = -1;
   cleanup_free char *url = NULL, *top = NULL;
   if (asprintf(&url, "%s%s/manifests/%s", r.base, ref->repository, ref->digest ? ref->digest : ref->tag) < 0)
@@ -480,5 +696,7 @@ out:
   }
   free(r.bearer);
   free(r.ca.data);
+  free(r.named);
+  free(r.own);
   return rc;
 }

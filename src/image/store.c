@@ -391,8 +391,8 @@ void store_image_entries_free(struct store_image_entry *e, size_t n) {
 /* --- unpacked rootfs ---------------------------------------------------------------------------- */
 
 /* Unpack manifest_digest's layers into tmp/, then rename the result to final. */
-static int unpack_image(struct image_store *st, const char *manifest_digest, const char *final,
-                        struct cm_error **err) {
+static int unpack_image(struct image_store *st, const char *manifest_digest, const struct unpack_limits *lim,
+                        const char *final, struct cm_error **err) {
   const char *hex = manifest_digest + 7;
   size_t len;
   cleanup_free char *json = store_read_blob(st, manifest_digest, &len, err);
@@ -408,6 +408,10 @@ static int unpack_image(struct image_store *st, const char *manifest_digest, con
   int work_fd = -1, root_fd = -1;
   struct unpack_session s;
   struct unpack_options uo = {.rootless = st->rootless};
+  if (lim)
+    uo.limits = *lim;
+  else
+    unpack_limits_default(&uo.limits);
   bool session = false;
   char *cfg = NULL;
   if (mkdirat(st->root_fd, work, 0700) < 0 ||
@@ -422,7 +426,7 @@ static int unpack_image(struct image_store *st, const char *manifest_digest, con
   for (size_t i = 0; i < m.n_layers; i++) {
     int lfd = store_open_blob(st, m.layers[i].digest, err);
     char label[160];
-    snprintf(label, sizeof(label), "layer %zu (%.19s)", i + 1, m.layers[i].digest);
+    snprintf(label, sizeof(label), "layer %zu (%s)", i + 1, m.layers[i].digest);
     int r = lfd < 0 ? -1 : unpack_session_layer_fd(&s, lfd, label, err);
     if (lfd >= 0)
       close(lfd);
@@ -456,12 +460,13 @@ out:
   return rc;
 }
 
-int store_rootfs(struct image_store *st, const char *manifest_digest, char **dir, struct cm_error **err) {
+int store_rootfs(struct image_store *st, const char *manifest_digest, const struct unpack_limits *lim, char **dir,
+                 struct cm_error **err) {
   if (!digest_valid(manifest_digest))
     return cm_error_set(err, EINVAL, "\"%s\" is not a sha256 digest", manifest_digest);
   char final[128];
   snprintf(final, sizeof(final), "rootfs/%s", manifest_digest + 7);
-  if (faccessat(st->root_fd, final, F_OK, 0) < 0 && unpack_image(st, manifest_digest, final, err) < 0)
+  if (faccessat(st->root_fd, final, F_OK, 0) < 0 && unpack_image(st, manifest_digest, lim, final, err) < 0)
     return -1;
   if (asprintf(dir, "%s/%s", st->root, final) < 0)
     abort();

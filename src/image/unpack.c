@@ -217,7 +217,9 @@ static int opaque_clear(int dir, const char *dirname, const struct unpack_namese
 
 /* --- one entry ---------------------------------------------------------------------------------- */
 
-static int copy_data(struct archive *a, int fd, const char *name, struct cm_error **err) {
+/* The entry's data, never past its declared size: the size was counted against the limits
+ * before the first byte, so what is written is what was counted. */
+static int copy_data(struct archive *a, int fd, const char *name, la_int64_t declared, struct cm_error **err) {
   const void *buf;
   size_t len;
   la_int64_t off;
@@ -225,6 +227,10 @@ static int copy_data(struct archive *a, int fd, const char *name, struct cm_erro
   la_int64_t end = 0;
   while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
     const char *p = buf;
+    /* A block past the declared size (a sparse map pointing beyond it): not counted, not written. */
+    if (off < 0 || (la_int64_t)len > declared || off > declared - (la_int64_t)len)
+      return cm_error_set(err, EFBIG, "%s: data past its declared size of %lld bytes: refused", name,
+                          (long long)declared);
     size_t done = 0;
     while (done < len) {
       ssize_t w = pwrite(fd, p + done, len - done, (off_t)(off + (la_int64_t)done));
@@ -307,6 +313,92 @@ static void defer_dir(struct unpack_session *s, const char *name, mode_t mode, s
   d->mtime.tv_nsec = archive_entry_mtime_nsec(e);
 }
 
+/* --- limits ------------------------------------------------------------------------------------ */
+
+void unpack_limits_default(struct unpack_limits *l) {
+  l->layer_bytes = UNPACK_DEFAULT_LAYER_BYTES;
+  l->layer_ratio = UNPACK_DEFAULT_LAYER_RATIO;
+  l->image_bytes = UNPACK_DEFAULT_IMAGE_BYTES;
+  l->inodes = UNPACK_DEFAULT_INODES;
+}
+
+/* "512 MiB", "1.4 MiB", "900 bytes": for messages. */
+static const char *human(int64_t n, char *buf, size_t size) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (n < 1024) {
+    snprintf(buf, size, "%lld bytes", (long long)n);
+    return buf;
+  }
+  double v = (double)n;
+  int u = -1;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  if (v == (double)(int64_t)v)
+    snprintf(buf, size, "%lld %s", (long long)v, units[u]);
+  else
+    snprintf(buf, size, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+/* Every entry counts against the image's inode limit, every regular file's declared size (its
+ * logical size: a sparse file's holes too) against the layer's and the image's byte limits,
+ * before anything of it is written: a decompression bomb is stopped at its first header. */
+static int count_entry(struct unpack_session *s, struct archive_entry *e, const char *raw, const char *parent,
+                       const char *label, struct cm_error **err) {
+  const struct unpack_limits *l = &s->opts.limits;
+  char a[32], b[32], c[32], d[32];
+  /* The entry, and the parent directories it may make implicitly ("a/b/c/…/f" without entries
+   * for them): those this layer has not named yet are charged as if new, so a layer of deep
+   * names cannot make millions of directories on a handful of entries. */
+  s->inodes++;
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof(buf), "%s", parent);
+  while (buf[0] && !nameset_has(&s->names, buf)) {
+    s->inodes++;
+    char *slash = strrchr(buf, '/');
+    if (slash == NULL)
+      break;
+    *slash = '\0';
+  }
+  if (l->inodes > 0 && s->inodes > l->inodes)
+    return cm_error_set(err, 0,
+                        "%s: entry \"%s\": the image has more than %lld entries (files, directories, links): refused; "
+                        "raise the limit with --max-inodes N",
+                        label, raw, (long long)l->inodes);
+  if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) != NULL)
+    return 0;
+  int64_t size = archive_entry_size(e);
+  if (size < 0)
+    return cm_error_set(err, EINVAL, "%s: entry \"%s\": a negative size", label, raw);
+  /* Sums compared by subtraction: a declared size near INT64_MAX must not wrap. */
+  if (l->layer_bytes > 0 && size > l->layer_bytes - s->layer_bytes)
+    return cm_error_set(err, 0,
+                        "%s: entry \"%s\" (%s) takes the layer past %s unpacked: refused; raise the limit with "
+                        "--max-layer-size SIZE",
+                        label, raw, human(size, a, sizeof(a)), human(l->layer_bytes, b, sizeof(b)));
+  if (l->layer_ratio > 0 && s->layer_compressed >= 0) {
+    int64_t cap = s->layer_compressed > (INT64_MAX - UNPACK_RATIO_SLACK) / l->layer_ratio
+                      ? INT64_MAX
+                      : s->layer_compressed * l->layer_ratio + UNPACK_RATIO_SLACK;
+    if (size > cap - s->layer_bytes)
+      return cm_error_set(err, 0,
+                          "%s: entry \"%s\" (%s) takes the layer past %s unpacked, %lld times its %s compressed size "
+                          "(+ %s): refused as a decompression bomb; raise the limit with --max-layer-ratio N",
+                          label, raw, human(size, a, sizeof(a)), human(cap, b, sizeof(b)), (long long)l->layer_ratio,
+                          human(s->layer_compressed, c, sizeof(c)), human(UNPACK_RATIO_SLACK, d, sizeof(d)));
+  }
+  if (l->image_bytes > 0 && size > l->image_bytes - s->image_bytes)
+    return cm_error_set(err, 0,
+                        "%s: entry \"%s\" (%s) takes the image past %s unpacked: refused; raise the limit with "
+                        "--max-image-size SIZE",
+                        label, raw, human(size, a, sizeof(a)), human(l->image_bytes, b, sizeof(b)));
+  s->layer_bytes += size;
+  s->image_bytes += size;
+  return 0;
+}
+
 static int extract_entry(struct unpack_session *s, struct archive *a, struct archive_entry *e, const char *label,
                          struct cm_error **err) {
   const char *raw = archive_entry_pathname(e);
@@ -335,6 +427,8 @@ static int extract_entry(struct unpack_session *s, struct archive *a, struct arc
     strcpy(parent_name, "");
     base = name;
   }
+  if (count_entry(s, e, raw, parent_name, label, err) < 0)
+    return -1;
   /* The parent, resolved inside the rootfs (symlinks from earlier entries stay inside), made
    * when missing as tar does. */
   cleanup_close int parent = -1;
@@ -410,7 +504,7 @@ static int extract_entry(struct unpack_session *s, struct archive *a, struct arc
     cleanup_close int fd = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
       return cm_error_set(err, errno, "%s: create %s", label, name);
-    if (copy_data(a, fd, name, err) < 0)
+    if (copy_data(a, fd, name, archive_entry_size(e), err) < 0)
       return cm_error_prefix(err, "%s", label);
     if (ftruncate(fd, (off_t)archive_entry_size(e)) < 0)
       return cm_error_set(err, errno, "%s: size %s", label, name);
@@ -510,6 +604,9 @@ struct archive *unpack_archive_new(void) {
 }
 
 int unpack_session_layer_fd(struct unpack_session *s, int layer_fd, const char *label, struct cm_error **err) {
+  struct stat sb;
+  s->layer_bytes = 0;
+  s->layer_compressed = fstat(layer_fd, &sb) == 0 && S_ISREG(sb.st_mode) ? sb.st_size : -1;
   struct archive *a = unpack_archive_new();
   int rc = -1;
   if (archive_read_open_fd(a, layer_fd, 1 << 16) != ARCHIVE_OK)
@@ -523,6 +620,8 @@ int unpack_session_layer_fd(struct unpack_session *s, int layer_fd, const char *
 
 int unpack_session_layer_buffer(struct unpack_session *s, const void *buf, size_t len, const char *label,
                                 struct cm_error **err) {
+  s->layer_bytes = 0;
+  s->layer_compressed = (int64_t)len;
   struct archive *a = unpack_archive_new();
   int rc = -1;
   if (archive_read_open_memory(a, buf, len) != ARCHIVE_OK)

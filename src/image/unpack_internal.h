@@ -24,6 +24,9 @@ struct unpack_session {
   struct unpack_dir *dirs;     /* directory modes and times, applied at the end */
   size_t n_dirs, cap_dirs;
   size_t entries, whiteouts, skipped_devices, skipped_xattrs, skipped_other;
+  /* Counted against opts.limits: this layer's and the image's declared file bytes, the image's
+   * entries; layer_compressed is the current layer's blob size (for the ratio). */
+  int64_t layer_bytes, image_bytes, inodes, layer_compressed;
 };
 void unpack_session_init(struct unpack_session *s, int root_fd, const struct unpack_options *o);
 int unpack_session_layer_fd(struct unpack_session *s, int layer_fd, const char *label, struct cm_error **err);

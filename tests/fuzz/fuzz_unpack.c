@@ -63,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (root < 0)
     abort();
   struct unpack_options o = {.rootless = size & 1};
+  unpack_limits_default(&o.limits); /* a bomb in the corpus must not fill the disk */
   struct cm_error *err = NULL;
   unpack_layer_buffer(root, data, size, &o, "fuzz", &err);
   cm_error_freep(&err);

@@ -6,12 +6,13 @@ tar entry (hostile layers included), as an OCI image layout (OUT is a directory)
 SPEC: {"images": [{"tag": "t", "platforms": [{"arch": "amd64", "layers": [LAYER…], "config": {…}}]}],
        "format": "oci" | "docker-archive", "gzip": true}
 LAYER: a list of entries {"name": …, "type": "file|dir|symlink|hardlink|char|block|fifo",
-       "data": "text", "size": N (random bytes), "target": …, "mode": 0o644, "uid": 0, "gid": 0,
+       "data": "text", "size": N (random bytes; with "zeros": true, N zero bytes streamed, so
+       a small gzip layer can say a huge file: a decompression bomb), "target": …, "mode": 0o644, "uid": 0, "gid": 0,
        "major": 1, "minor": 3, "xattrs": {"user.x": "v"}}
        or {"from_dir": PATH} to pack a directory tree as one layer.
 A single-platform image gets a plain manifest; several platforms an image index."""
-import gzip
 import hashlib
+import zlib
 import io
 import json
 import os
@@ -28,9 +29,48 @@ TYPES = {"file": tarfile.REGTYPE, "dir": tarfile.DIRTYPE, "symlink": tarfile.SYM
          "char": tarfile.CHRTYPE, "block": tarfile.BLKTYPE, "fifo": tarfile.FIFOTYPE}
 
 
-def layer_tar(layer):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+class Zeros(io.RawIOBase):
+    """n zero bytes, read in chunks: a bomb's content is never held in memory."""
+    def __init__(self, n):
+        self.left = n
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        k = min(len(b), self.left)
+        b[:k] = bytes(k)
+        self.left -= k
+        return k
+
+
+class Sink:
+    """The raw tar as it is written: hashed (the diff_id) and, when asked, gzipped on the fly."""
+    def __init__(self, use_gzip):
+        self.sha = hashlib.sha256()
+        self.z = zlib.compressobj(9, zlib.DEFLATED, 31) if use_gzip else None
+        self.out = []
+        self.n = 0
+
+    def tell(self):
+        return self.n
+
+    def write(self, b):
+        self.n += len(b)
+        self.sha.update(b)
+        self.out.append(self.z.compress(b) if self.z else bytes(b))
+        return len(b)
+
+    def finish(self):
+        if self.z:
+            self.out.append(self.z.flush())
+        return "sha256:" + self.sha.hexdigest(), b"".join(self.out)
+
+
+def layer_tar(layer, use_gzip=False):
+    """(diff_id, body): the layer's tar, gzipped when use_gzip."""
+    sink = Sink(use_gzip)
+    with tarfile.open(fileobj=sink, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for e in layer:
             if "from_dir" in e:
                 tar.add(e["from_dir"], arcname=".", recursive=True)
@@ -41,6 +81,10 @@ def layer_tar(layer):
             ti.uid, ti.gid = e.get("uid", 0), e.get("gid", 0)
             ti.mtime = e.get("mtime", 1700000000)
             data = None
+            if ti.type == tarfile.REGTYPE and e.get("zeros"):
+                ti.size = e["size"]
+                tar.addfile(ti, Zeros(ti.size))
+                continue
             if ti.type == tarfile.REGTYPE:
                 data = e["data"].encode() if "data" in e else random.Random(e.get("seed", 1)).randbytes(e.get("size", 0))
                 ti.size = len(data)
@@ -51,7 +95,7 @@ def layer_tar(layer):
             if "xattrs" in e:
                 ti.pax_headers = {"SCHILY.xattr." + k: v for k, v in e["xattrs"].items()}
             tar.addfile(ti, io.BytesIO(data) if data is not None else None)
-    return buf.getvalue()
+    return sink.finish()
 
 
 class Blobs:
@@ -67,9 +111,8 @@ class Blobs:
 def build_platform(blobs, plat, use_gzip):
     diff_ids, layers = [], []
     for layer in plat.get("layers", []):
-        raw = layer_tar(layer)
-        diff_ids.append("sha256:" + hashlib.sha256(raw).hexdigest())
-        body = gzip.compress(raw, mtime=0) if use_gzip else raw
+        diff_id, body = layer_tar(layer, use_gzip)
+        diff_ids.append(diff_id)
         layers.append(dict(blobs.add(body), mediaType=MT_LAYER + ("+gzip" if use_gzip else "")))
     config = {"architecture": plat.get("arch", "amd64"), "os": "linux", "created": "2026-01-01T00:00:00Z",
               "config": plat.get("config", {}), "rootfs": {"type": "layers", "diff_ids": diff_ids}}

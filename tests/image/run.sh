@@ -22,7 +22,8 @@ if [ "${CM_IMAGE_IN_NS:-}" != 1 ]; then
 fi
 ip link set lo up
 hosts=$(mktemp /tmp/cm-image-hosts.XXXXXX)
-printf '127.0.0.1 localhost registry.test\n::1 localhost\n' >"$hosts"
+# evil.test: bounded_pulls.bats' lying registry, on an address it adds to this namespace's lo.
+printf '127.0.0.1 localhost registry.test\n198.18.0.5 evil.test\n::1 localhost\n' >"$hosts"
 chmod 0644 "$hosts" # readable by the user of the rootless case
 mount --bind "$hosts" /etc/hosts
 trap 'umount /etc/hosts 2>/dev/null; rm -f "$hosts"' EXIT
