@@ -125,3 +125,99 @@ unpack() { # unpack: pull + unpack $TEST_DIR/l; $status, $stderr; $R the rootfs 
   [ "$(stat -c %u "$R/etc/x")" = 65534 ] && [ "$(stat -c %u "$R/suid")" = 65534 ]
   [ "$(stat -c %a "$TEST_DIR/nobody/.local/share/codemode")" = 700 ]
 }
+
+# The unpacking limits (codemode-image resolve --max-…). Nothing of a refused image stays in the
+# store: no name, no blob, no rootfs, no temp dir.
+store_empty() {
+  [ -z "$(ls "$STORE/images")" ] && [ -z "$(ls "$STORE/rootfs")" ] && [ -z "$(ls "$STORE/tmp")" ] &&
+    [ -z "$(ls "$STORE/blobs/sha256")" ] || { find "$STORE" >&2; return 1; }
+}
+layer_digest() { # layer_digest N: the digest of layer N (1-based) of $TEST_DIR/l
+  jq -r ".layers[$(($1 - 1))].digest" "$TEST_DIR/l/blobs/sha256/$(jq -r '.manifests[0].digest' "$TEST_DIR/l/index.json" | cut -d: -f2)"
+}
+unpack_with() { # unpack_with FLAGS…: unpack, with limit flags
+  local out=$TEST_DIR/.o err=$TEST_DIR/.e
+  status=0
+  timeout 120 "$CODEMODE_IMAGE" resolve --store "$STORE" -q "$@" "oci:$TEST_DIR/l:t" >"$out" 2>"$err" || status=$?
+  stderr=$(cat "$err")
+  R=$(jq -r '.rootfs // empty' "$out" 2>/dev/null)
+}
+
+@test "hostile layer: a decompression bomb (a 512 MiB file in a small gzip layer) is refused at its header" {
+  layers '[{"name":"bomb","size":536870912,"zeros":true}]'
+  local l
+  l=$(layer_digest 1)
+  [ "$(stat -c %s "$TEST_DIR/l/blobs/sha256/${l#sha256:}")" -lt $((2 << 20)) ]
+  unpack
+  [ "$status" -ne 0 ]
+  [[ $stderr == *"layer 1 ($l): entry \"bomb\" (512 MiB) takes the layer past "*" unpacked, 100 times its "*"refused as a decompression bomb; raise the limit with --max-layer-ratio N"* ]] ||
+    { echo "$stderr"; false; }
+  store_empty
+}
+
+@test "hostile layer: the unpacking limits' flags raise (and lower) them" {
+  # A 64 MiB bomb: refused by default, unpacked with a higher ratio (or none).
+  layers '[{"name":"zeros","size":67108864,"zeros":true}]'
+  unpack
+  [ "$status" -ne 0 ] && [[ $stderr == *"--max-layer-ratio N"* ]] || { echo "$stderr"; false; }
+  store_empty
+  unpack_with --max-layer-ratio 5000
+  [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+  [ "$(stat -c %s "$R/zeros")" = 67108864 ]
+  rm -rf "$STORE"
+  unpack_with --max-layer-ratio 0
+  [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+  rm -rf "$STORE"
+  # A layer's size.
+  layers '[{"name":"a","size":1048576},{"name":"b","size":1048576}]'
+  unpack_with --max-layer-size 1M
+  [ "$status" -ne 0 ] &&
+    [[ $stderr == *"layer 1 ($(layer_digest 1)): entry \"b\" (1 MiB) takes the layer past 1 MiB unpacked: refused; raise the limit with --max-layer-size SIZE"* ]] ||
+    { echo "$stderr"; false; }
+  store_empty
+  unpack_with --max-layer-size 2M
+  [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+  rm -rf "$STORE"
+  # The image's size: each layer within its own limit, the two together past the image's.
+  layers '[{"name":"a","size":1572864}]' '[{"name":"b","size":1572864}]'
+  unpack_with --max-image-size 2M
+  [ "$status" -ne 0 ] &&
+    [[ $stderr == *"layer 2 ($(layer_digest 2)): entry \"b\" (1.5 MiB) takes the image past 2 MiB unpacked: refused; raise the limit with --max-image-size SIZE"* ]] ||
+    { echo "$stderr"; false; }
+  store_empty
+  unpack_with --max-image-size 3M
+  [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+  rm -rf "$STORE"
+  # Entries: 20 files; and one deep name whose 11 parent directories count too.
+  layers "[$(for i in $(seq 20); do printf '{"name":"f%d","data":"x"},' "$i"; done | sed 's/,$//')]"
+  unpack_with --max-inodes 10
+  [ "$status" -ne 0 ] && [[ $stderr == *"the image has more than 10 entries"*"raise the limit with --max-inodes N"* ]] ||
+    { echo "$stderr"; false; }
+  store_empty
+  unpack_with --max-inodes 20
+  [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+  rm -rf "$STORE"
+  layers '[{"name":"a/b/c/d/e/f/g/h/i/j/k/file","data":"x"}]'
+  unpack_with --max-inodes 5
+  [ "$status" -ne 0 ] && [[ $stderr == *"more than 5 entries"* ]] || { echo "$stderr"; false; }
+  store_empty
+  # A value that is not one, and a limit on a command that does not unpack.
+  unpack_with --max-layer-size 12Q
+  [ "$status" -ne 0 ] && [[ $stderr == *'--max-layer-size: "12Q" is not a size'* ]] || { echo "$stderr"; false; }
+  run "$CODEMODE_IMAGE" pull --store "$STORE" --max-inodes 5 "oci:$TEST_DIR/l:t"
+  [ "$status" -ne 0 ] && [[ $output == *"--max-inodes goes with resolve"* ]] || { echo "$output"; false; }
+}
+
+@test "hostile layer: a decompression bomb unpacked without privilege is refused the same way; the user's store stays empty" {
+  layers '[{"name":"bomb","size":536870912,"zeros":true}]'
+  local d
+  for d in "$BATS_RUN_TMPDIR" "$BATS_RUN_TMPDIR/test" "$TEST_DIR"; do chmod o+x "$d"; done
+  chmod -R o+rX "$TEST_DIR/l"
+  mkdir -m 0777 "$TEST_DIR/nobody"
+  run setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$TEST_DIR/nobody" \
+    "$CODEMODE_IMAGE" resolve -q "oci:$TEST_DIR/l:t"
+  [ "$status" -ne 0 ] && [[ $output == *"layer 1 ($(layer_digest 1)): entry \"bomb\""*"refused as a decompression bomb"* ]] ||
+    { echo "$output"; false; }
+  STORE=$TEST_DIR/nobody/.local/share/codemode
+  store_empty
+}
