@@ -397,6 +397,25 @@ scratch_left() {
   [ -z "$(ls -A "$ROOT")" ]
 }
 
+@test "rootless codemode-run --image: a decompression bomb layer is refused, naming the limit's flag; nothing stays in the store" {
+  command -v python3 >/dev/null || skip "python3 (tests/image/mkimage.py) is not installed"
+  local repo store=$TEST_DIR/store
+  repo=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+  # A 512 MiB file of zeros: a gzip layer of about 510 KiB.
+  printf '{"images":[{"tag":"t","platforms":[{"arch":"amd64","layers":[[{"name":"bomb","size":536870912,"zeros":true}]],"config":{"Cmd":["/bin/true"]}}]}]}' \
+    >"$TEST_DIR/bomb.json"
+  python3 "$repo/tests/image/mkimage.py" "$TEST_DIR/bomb.json" "$TEST_DIR/bomb" >/dev/null
+  run timeout --kill-after=5 "$CM_TIMEOUT" "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --store "$store" \
+    --image "oci:$TEST_DIR/bomb:t" </dev/null
+  echo "$output" >&3
+  [ "$status" -ne 0 ]
+  [[ $output == *'entry "bomb" (512 MiB) takes the layer past'*"refused as a decompression bomb; raise the limit with --max-layer-ratio N"* ]]
+  [ -z "$(ls "$store/images")" ] && [ -z "$(ls "$store/rootfs")" ] && [ -z "$(ls "$store/tmp")" ]
+  [ -z "$(ls "$store/blobs/sha256")" ]
+  [ -z "$(scratch_left)" ]
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
 @test "rootless codemode-run --ephemeral: SIGKILLed, its watcher removes the container and the scratch space goes with it" {
   set_args sleep 60
   "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --ephemeral "$BUNDLE" </dev/null >/dev/null 2>&1 &
