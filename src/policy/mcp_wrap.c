@@ -295,10 +295,10 @@ void mcp_wrap_entry(const struct mcp_wrap_input *in, struct mcp_wrap_result *out
   struct policy_report *r = &out->report;
   char path[PATH_MAX];
   bool npx = strcmp(base, "npx") == 0, uvx = strcmp(base, "uvx") == 0;
-  if (npx && in->home) {
+  if (npx) {
     /* HOME is /root inside (codemode-run --host): npx looks for its cache at /root/.npm. */
-    snprintf(path, sizeof(path), "%s/.npm", in->home);
-    if (is_dir(path)) {
+    snprintf(path, sizeof(path), "%s/.npm", in->home ? in->home : "~");
+    if (in->home && is_dir(path)) {
       spec_strv_push(&flags, "--mount");
       pushf(&flags, "%s:%s", path, "/root/.npm:cow");
       bool warm = pkg && npx_cache_has(path, pkg);
@@ -314,9 +314,9 @@ void mcp_wrap_entry(const struct mcp_wrap_input *in, struct mcp_wrap_result *out
     }
     push2(&flags, "--env", "npm_config_offline=true");
     push2(&flags, "--env", "npm_config_update_notifier=false");
-  } else if (uvx && in->home) {
+  } else if (uvx) {
     static const char *const uv_dirs[][2] = {{".cache/uv", "/root/.cache/uv"}, {".local/share/uv", "/root/.local/share/uv"}};
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < 2 && in->home; i++) {
       snprintf(path, sizeof(path), "%s/%s", in->home, uv_dirs[i][0]);
       if (!is_dir(path))
         continue;

@@ -67,7 +67,7 @@ void doctor_kernel(const struct doctor_env *e, struct doctor_check *c) {
   char rel[128];
   int ma, mi;
   if (!doctor_read(e->proc, "sys/kernel/osrelease", rel, sizeof(rel)) || !doctor_kernel_version(rel, &ma, &mi)) {
-    doctor_set(c, "kernel", DOCTOR_WARN, "", "cannot read %s/sys/kernel/osrelease", e->proc);
+    doctor_set(c, "kernel", DOCTOR_WARN, "mount procfs at /proc", "cannot read %s/sys/kernel/osrelease", e->proc);
     return;
   }
   rel[strcspn(rel, "\n")] = '\0';
