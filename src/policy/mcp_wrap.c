@@ -251,6 +251,59 @@ static bool bind_path(const struct mcp_server_paths *row, const char *path, stru
   return true;
 }
 
+/* A script given by its absolute path: the directory of the node_modules it is in, else the
+ * nearest directory above it with a project file (package.json, pyproject.toml, setup.py),
+ * never the home itself; else its own directory. Bound read-only. false: the profile would
+ * refuse it (the report says why). */
+static bool bind_project(const char *script, const char *home, struct spec_strv *flags, struct policy_report *r) {
+  struct stat st;
+  if (stat(script, &st) < 0 || !S_ISREG(st.st_mode))
+    return true;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof(dir), "%s", script);
+  char *nm = strstr(dir, "/node_modules/");
+  if (nm) {
+    *nm = '\0';
+  } else {
+    *strrchr(dir, '/') = '\0';
+    char probe[PATH_MAX];
+    snprintf(probe, sizeof(probe), "%s", dir);
+    for (;;) {
+      static const char *const marks[] = {"package.json", "pyproject.toml", "setup.py"};
+      bool found = false;
+      for (size_t k = 0; k < 3 && !found; k++) {
+        char f[PATH_MAX + 32];
+        snprintf(f, sizeof(f), "%s/%s", probe, marks[k]);
+        found = stat(f, &st) == 0;
+      }
+      if (found) {
+        snprintf(dir, sizeof(dir), "%s", probe);
+        break;
+      }
+      char *slash = strrchr(probe, '/');
+      if (slash == NULL || slash == probe)
+        break;
+      *slash = '\0';
+      if (home && strcmp(probe, home) == 0)
+        break;
+    }
+  }
+  if (dir[0] == '\0')
+    return true;
+  struct cm_error *err = NULL;
+  if (policy_check_bind_source(dir, NULL, &err) < 0) {
+    policy_report_add(r, "not wrapped: the script's directory %s is refused by the mcp profile (%s): move it to a "
+                         "directory of its own",
+                      dir, err->msg);
+    cm_error_free(err);
+    return false;
+  }
+  spec_strv_push(flags, "--mount");
+  pushf(flags, "%s:%s:ro", dir, dir);
+  policy_report_add(r, "files: %s read-only (the script's project)", dir);
+  return true;
+}
+
 static void wrap_docker(const struct mcp_wrap_input *in, struct mcp_wrap_result *out) {
   if (in->n_args == 0 || strcmp(in->args[0], "run") != 0) {
     policy_report_add(&out->report, "left as it is: docker %s is not `docker run`", in->n_args ? in->args[0] : "");
@@ -326,34 +379,23 @@ void mcp_wrap_entry(const struct mcp_wrap_input *in, struct mcp_wrap_result *out
     }
     push2(&flags, "--env", "UV_OFFLINE=1");
   }
-  /* node/python SCRIPT: the script's own tree, read-only (its package, when it is in one). */
-  if (!npx && !uvx && at >= 0 && in->args[at][0] == '/' && strstr(in->args[at], "/node_modules/")) {
-    snprintf(path, sizeof(path), "%s", in->args[at]);
-    *strstr(path, "/node_modules/") = '\0';
-    if (is_dir(path)) {
-      spec_strv_push(&flags, "--mount");
-      pushf(&flags, "%s:%s:ro", path, path);
-      policy_report_add(r, "files: %s read-only (the script's project)", path);
-    }
-  } else if (!npx && !uvx && at < 0) {
-    for (size_t i = 0; i < in->n_args; i++) {
-      struct stat st;
+  /* node/python SCRIPT: the script's project, read-only (what it imports lives there too). */
+  bool ok = true;
+  if (!npx && !uvx && !(at >= 0 && is_python(base))) {
+    for (size_t i = at >= 0 ? (size_t)at : 0; i < in->n_args; i++) {
       if (in->args[i][0] == '-')
         continue;
-      if (in->args[i][0] == '/' && stat(in->args[i], &st) == 0 && S_ISREG(st.st_mode) &&
-          strncmp(in->args[i], "/usr/", 5) != 0) {
-        snprintf(path, sizeof(path), "%s", in->args[i]);
-        *strrchr(path, '/') = '\0';
-        spec_strv_push(&flags, "--mount");
-        pushf(&flags, "%s:%s:ro", path, path);
-        policy_report_add(r, "files: %s read-only (the script's directory)", path);
-      }
+      if (in->args[i][0] == '/' && strncmp(in->args[i], "/usr/", 5) != 0)
+        ok = bind_project(in->args[i], in->home, &flags, r);
       break;
     }
   }
+  if (!ok) {
+    spec_strv_free(&flags);
+    return;
+  }
   const struct mcp_server_paths *rows;
   size_t n_rows = mcp_server_paths_of(pkg, &rows);
-  bool ok = true;
   for (size_t k = 0; k < n_rows && ok; k++) {
     const struct mcp_server_paths *row = &rows[k];
     if (row->kind == MCP_PATH_ENV) {

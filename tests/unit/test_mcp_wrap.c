@@ -197,6 +197,48 @@ static void test_wrap_refused_and_docker(void **state) {
   mcp_wrap_result_free(&r);
 }
 
+static void touch(const char *rel) {
+  char path[256];
+  snprintf(path, sizeof(path), "%s/%s", dir, rel);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fclose(f);
+}
+
+/* node SCRIPT: the script's project (package.json above it, or the node_modules it is in), read-only. */
+static void test_wrap_node_script(void **state) {
+  mkdirs("proj/build");
+  mkdirs("app/node_modules/@modelcontextprotocol/server-filesystem/dist");
+  touch("proj/package.json");
+  touch("proj/build/index.js");
+  touch("app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+  mkdirs("served");
+  char script[256], script2[256], served[160], want[1024];
+  snprintf(script, sizeof(script), "%s/proj/build/index.js", dir);
+  snprintf(script2, sizeof(script2), "%s/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", dir);
+  snprintf(served, sizeof(served), "%s/served", dir);
+  const char *args[] = {script, "--port", "0"};
+  struct mcp_wrap_input in = {.command = "/usr/bin/node", .args = args, .n_args = 3, .codemode_run = "/b/codemode-run"};
+  struct mcp_wrap_result r;
+  mcp_wrap_entry(&in, &r);
+  assert_int_equal(r.outcome, MCP_WRAPPED);
+  char *line = joined(&r.args);
+  snprintf(want, sizeof(want), "--host --mount %s/proj:%s/proj:ro -- /usr/bin/node %s --port 0", dir, dir, script);
+  assert_string_equal(line, want);
+  free(line);
+  mcp_wrap_result_free(&r);
+  const char *args2[] = {script2, served};
+  struct mcp_wrap_input in2 = {.command = "node", .args = args2, .n_args = 2, .codemode_run = "/b/codemode-run"};
+  mcp_wrap_entry(&in2, &r);
+  assert_int_equal(r.outcome, MCP_WRAPPED);
+  line = joined(&r.args);
+  snprintf(want, sizeof(want), "--host --mount %s/app:%s/app:ro --mount %s:%s:rw -- node %s %s", dir, dir, served,
+           served, script2, served);
+  assert_string_equal(line, want);
+  free(line);
+  mcp_wrap_result_free(&r);
+}
+
 static const char *write_file(const char *name, const char *text) {
   static char path[256];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -265,6 +307,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_wrap_npx_filesystem, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wrap_memory_git_and_secrets, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wrap_refused_and_docker, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wrap_node_script, setup, teardown),
       cmocka_unit_test_setup_teardown(test_config_round_trip_and_errors, setup, teardown),
   };
   return cmocka_run_group_tests_name("mcp_wrap", tests, NULL, NULL);
