@@ -36,123 +36,26 @@ static const char help[] =
     "  --profile NAME    mcp (default) or mcp-audit (learn mode)\n"
     "  -h, --help        this help\n";
 
-/* The env variable of a wrapped entry that holds the entry as it was (its "env" written as true:
- * the env block then is the one the entry has, less this variable). In env, not a key of our
- * own, because clients check their entries' keys (VS Code's schema); codemode-run passes no
- * variable into the container that is not named with --env. */
-#define MARKER "CODEMODE_MCP_ORIGINAL"
-
 struct plan {
-  const struct client_config *c;
   bool unwrap;
   struct mcp_wrap_result *results; /* per entry; outcome MCP_WRAPPED: replace */
-  yajl_val *originals;             /* unwrap: the marker's entry, parsed */
+  yajl_val *originals;             /* unwrap: the entry as it was (from its marker) */
 };
 
-static void gen_s(yajl_gen g, const char *s) {
-  yajl_gen_string(g, (const unsigned char *)s, strlen(s));
-}
-
-/* The entry as it was, compact, env as true. */
-static char *original_text(yajl_val entry) {
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (g == NULL)
-    abort();
-  yajl_gen_map_open(g);
-  for (size_t k = 0; k < entry->u.object.len; k++) {
-    gen_s(g, entry->u.object.keys[k]);
-    if (strcmp(entry->u.object.keys[k], "env") == 0)
-      yajl_gen_bool(g, 1);
-    else
-      client_json_emit(g, entry->u.object.values[k]);
-  }
-  yajl_gen_map_close(g);
-  const unsigned char *buf;
-  size_t len;
-  yajl_gen_get_buf(g, &buf, &len);
-  char *s = strndup((const char *)buf, len);
-  yajl_gen_free(g);
-  return s;
-}
-
-static void emit_strv(yajl_gen g, const struct spec_strv *v) {
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < v->count; i++)
-    gen_s(g, v->items[i]);
-  yajl_gen_array_close(g);
-}
-
-/* env less the marker, as it is in the file. */
-static void emit_env(yajl_gen g, yajl_val env, const char *marker_value) {
-  yajl_gen_map_open(g);
-  for (size_t k = 0; env && k < env->u.object.len; k++) {
-    if (strcmp(env->u.object.keys[k], MARKER) == 0)
-      continue;
-    gen_s(g, env->u.object.keys[k]);
-    client_json_emit(g, env->u.object.values[k]);
-  }
-  if (marker_value) {
-    gen_s(g, MARKER);
-    gen_s(g, marker_value);
-  }
-  yajl_gen_map_close(g);
-}
-
-static bool emit_wrapped(yajl_gen g, const struct client_config *c, size_t i, void *ctx) {
+static bool emit_entry(yajl_gen g, const struct client_config *c, size_t i, void *ctx) {
   struct plan *p = ctx;
   yajl_val entry = client_config_entry(c, i);
   if (!p->unwrap) {
     const struct mcp_wrap_result *r = &p->results[i];
     if (r->outcome != MCP_WRAPPED)
       return false;
-    cleanup_free char *orig = original_text(entry);
-    bool args = false, env = false;
-    yajl_gen_map_open(g);
-    for (size_t k = 0; k < entry->u.object.len; k++) {
-      const char *key = entry->u.object.keys[k];
-      gen_s(g, key);
-      if (strcmp(key, "command") == 0) {
-        gen_s(g, r->command);
-      } else if (strcmp(key, "args") == 0) {
-        emit_strv(g, &r->args);
-        args = true;
-      } else if (strcmp(key, "env") == 0) {
-        emit_env(g, entry->u.object.values[k], orig);
-        env = true;
-      } else {
-        client_json_emit(g, entry->u.object.values[k]);
-      }
-    }
-    if (!args) {
-      gen_s(g, "args");
-      emit_strv(g, &r->args);
-    }
-    if (!env) {
-      gen_s(g, "env");
-      emit_env(g, NULL, orig);
-    }
-    yajl_gen_map_close(g);
+    client_entry_emit_wrapped(g, entry, r->command, &r->args);
     return true;
   }
-  yajl_val orig = p->originals[i];
-  if (orig == NULL)
+  if (p->originals[i] == NULL)
     return false;
-  yajl_gen_map_open(g);
-  for (size_t k = 0; k < orig->u.object.len; k++) {
-    gen_s(g, orig->u.object.keys[k]);
-    if (strcmp(orig->u.object.keys[k], "env") == 0 && YAJL_IS_TRUE(orig->u.object.values[k]))
-      emit_env(g, jfind(entry, "env"), NULL);
-    else
-      client_json_emit(g, orig->u.object.values[k]);
-  }
-  yajl_gen_map_close(g);
+  client_entry_emit_original(g, entry, p->originals[i]);
   return true;
-}
-
-static const char *marker_of(yajl_val entry) {
-  yajl_val env = YAJL_IS_OBJECT(entry) ? jfind(entry, "env") : NULL;
-  yajl_val m = env && YAJL_IS_OBJECT(env) ? jfind(env, MARKER) : NULL;
-  return m && YAJL_IS_STRING(m) ? m->u.string : NULL;
 }
 
 static bool selected(const struct spec_strv *names, const char *name) {
@@ -168,7 +71,8 @@ static bool selected(const struct spec_strv *names, const char *name) {
 static char *codemode_run_path(struct cm_error **err) {
   char *p = cm_sibling_binary("codemode-run", NULL, CODEMODE_BINDIR);
   if (p[0] != '/' || access(p, X_OK) != 0) {
-    cm_error_set(err, 0, "codemode-run is neither next to this codemode nor at %s: install it (make install)", p);
+    cm_error_set(err, 0, "codemode-run is neither next to this codemode nor at %s: install it (make install)",
+                 p);
     free(p);
     return NULL;
   }
@@ -178,8 +82,9 @@ static char *codemode_run_path(struct cm_error **err) {
 static void print_entry(const struct client_config *c, struct plan *p, size_t i) {
   yajl_gen g = client_config_gen(c);
   yajl_gen_map_open(g);
-  gen_s(g, client_config_name(c, i));
-  emit_wrapped(g, c, i, p);
+  const char *name = client_config_name(c, i);
+  yajl_gen_string(g, (const unsigned char *)name, strlen(name));
+  emit_entry(g, c, i, p);
   yajl_gen_map_close(g);
   const unsigned char *buf;
   size_t len;
@@ -190,8 +95,8 @@ static void print_entry(const struct client_config *c, struct plan *p, size_t i)
   yajl_gen_free(g);
 }
 
-static int run(struct cli_globals *g, const char *file, bool unwrap, bool dry_run, const struct spec_strv *names,
-               const char *profile) {
+static int run(struct cli_globals *g, const char *file, bool unwrap, bool dry_run,
+               const struct spec_strv *names, const char *profile) {
   struct cm_error *err = NULL;
   struct client_config c;
   if (client_config_load(file, &c, &err) < 0)
@@ -213,9 +118,9 @@ static int run(struct cli_globals *g, const char *file, bool unwrap, bool dry_ru
     return cli_fail(err);
   }
   char docker_rt[128];
-  const char *docker = doctor_docker_mcp_runtime("/etc/docker/daemon.json", docker_rt, sizeof(docker_rt)) ? docker_rt
-                                                                                                           : NULL;
-  struct plan p = {.c = &c, .unwrap = unwrap};
+  const char *docker =
+      doctor_docker_mcp_runtime("/etc/docker/daemon.json", docker_rt, sizeof(docker_rt)) ? docker_rt : NULL;
+  struct plan p = {.unwrap = unwrap};
   p.results = calloc(n ? n : 1, sizeof(*p.results));
   p.originals = calloc(n ? n : 1, sizeof(*p.originals));
   if (p.results == NULL || p.originals == NULL)
@@ -232,19 +137,15 @@ static int run(struct cli_globals *g, const char *file, bool unwrap, bool dry_ru
       rc = cli_fail(err);
       break;
     }
-    const char *marker = marker_of(client_config_entry(&c, i));
+    const char *marker = client_entry_marker(client_config_entry(&c, i));
     char *line = NULL;
     if (unwrap) {
       if (marker == NULL) {
         if (asprintf(&line, "%s: not wrapped by codemode mcp wrap: unchanged", name) < 0)
           abort();
       } else {
-        char label[512];
-        snprintf(label, sizeof(label), "%s: .%s.%s.env.%s", file, c.map_key, name, MARKER);
-        p.originals[i] = json_parse(marker, strlen(marker), label, &err);
-        if (p.originals[i] == NULL || !YAJL_IS_OBJECT(p.originals[i])) {
-          if (p.originals[i])
-            cm_error_set(&err, 0, "%s: not the entry codemode mcp wrap saved", label);
+        p.originals[i] = client_entry_original(&c, i, marker, &err);
+        if (p.originals[i] == NULL) {
           rc = cli_fail(err);
         } else {
           changed++;
@@ -256,10 +157,13 @@ static int run(struct cli_globals *g, const char *file, bool unwrap, bool dry_ru
       if (asprintf(&line, "%s: already wrapped: unchanged", name) < 0)
         abort();
     } else if (e.command == NULL || e.url || (e.type && strcmp(e.type, "stdio") != 0)) {
-      if (asprintf(&line, "%s: not a stdio server (%s): unchanged", name, e.url ? e.url : e.type ? e.type : "no command") <
-          0)
+      if (asprintf(&line, "%s: not a stdio server (%s): unchanged", name,
+                   e.url    ? e.url
+                   : e.type ? e.type
+                            : "no command") < 0)
         abort();
-    } else if (strcmp(strrchr(e.command, '/') ? strrchr(e.command, '/') + 1 : e.command, "codemode-run") == 0) {
+    } else if (strcmp(strrchr(e.command, '/') ? strrchr(e.command, '/') + 1 : e.command, "codemode-run") ==
+               0) {
       if (asprintf(&line, "%s: already runs under codemode-run: unchanged", name) < 0)
         abort();
     } else {
@@ -303,15 +207,16 @@ static int run(struct cli_globals *g, const char *file, bool unwrap, bool dry_ru
     if (changed == 0) {
       printf("%s: nothing to change\n", file);
     } else if (dry_run) {
-      printf("%s: %zu entr%s would change (--dry-run: nothing written)\n", file, changed, changed == 1 ? "y" : "ies");
+      printf("%s: %zu entr%s would change (--dry-run: nothing written)\n", file, changed,
+             changed == 1 ? "y" : "ies");
     } else {
-      cleanup_free char *text = client_config_render(&c, emit_wrapped, &p);
+      cleanup_free char *text = client_config_render(&c, emit_entry, &p);
       char backup[4096];
       if (client_config_write(&c, text, backup, sizeof(backup), &err) < 0) {
         rc = cli_fail(err);
       } else {
-        printf("%s: %zu entr%s %s (backup: %s); restart the client\n", file, changed, changed == 1 ? "y" : "ies",
-               unwrap ? "restored" : "wrapped", backup);
+        printf("%s: %zu entr%s %s (backup: %s); restart the client\n", file, changed,
+               changed == 1 ? "y" : "ies", unwrap ? "restored" : "wrapped", backup);
       }
     }
   }
@@ -360,10 +265,14 @@ int cmd_mcp(struct cli_globals *g, int argc, char **argv) {
       }
       profile = optarg;
       break;
-    case 'h': fputs(help, stdout); spec_strv_free(&names); return 0;
+    case 'h':
+      fputs(help, stdout);
+      spec_strv_free(&names);
+      return 0;
     default:
       spec_strv_free(&names);
-      return cli_usage_error("mcp", "unknown or incomplete option \"%s\"", argv[optind]); /* (argv + 1)[optind - 1] */
+      return cli_usage_error("mcp", "unknown or incomplete option \"%s\"",
+                             argv[optind]); /* (argv + 1)[optind - 1] */
     }
   }
   if (optind + 1 != argc - 1) {

@@ -29,9 +29,12 @@ static const struct mcp_server_paths server_paths[] = {
 /* server-everything's positional argument is its transport ("stdio"), not a path: rows with a
  * package but no path at all are told apart by this list (known, nothing to bind). */
 static const char *const known_pathless[] = {
-    "@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-sequential-thinking",
-    "@modelcontextprotocol/server-puppeteer",  "@modelcontextprotocol/server-brave-search",
-    "@modelcontextprotocol/server-github",     "mcp-server-fetch",
+    "@modelcontextprotocol/server-everything",
+    "@modelcontextprotocol/server-sequential-thinking",
+    "@modelcontextprotocol/server-puppeteer",
+    "@modelcontextprotocol/server-brave-search",
+    "@modelcontextprotocol/server-github",
+    "mcp-server-fetch",
     "mcp-server-time",
 };
 
@@ -70,7 +73,8 @@ static bool is_python(const char *base) {
  * an option nor such a value). */
 static bool takes_value(const char *runner, const char *opt) {
   static const char *const npx[] = {"-p", "--package", "-c", "--call", "--cache", "--registry", NULL};
-  static const char *const uvx[] = {"--from", "--with", "--python", "-p", "--index", "--index-url", "--cache-dir", NULL};
+  static const char *const uvx[] = {"--from",  "--with",      "--python",    "-p",
+                                    "--index", "--index-url", "--cache-dir", NULL};
   const char *const *list = strcmp(runner, "uvx") == 0 ? uvx : npx;
   for (; *list; list++)
     if (strcmp(opt, *list) == 0)
@@ -133,7 +137,8 @@ const char *mcp_entry_package(const char *command, const char *const *args, size
 }
 
 bool mcp_env_looks_secret(const char *name) {
-  static const char *const words[] = {"TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PAT"};
+  static const char *const words[] = {"TOKEN",  "KEY",        "SECRET", "PASSWORD",
+                                      "PASSWD", "CREDENTIAL", "AUTH",   "PAT"};
   cleanup_free char *up = xstrdup(name);
   for (char *p = up; *p; p++)
     if (*p >= 'a' && *p <= 'z')
@@ -234,8 +239,9 @@ static bool bind_path(const struct mcp_server_paths *row, const char *path, stru
   }
   struct cm_error *err = NULL;
   if (policy_check_bind_source(dir, NULL, &err) < 0) {
-    policy_report_add(r, "not wrapped: %s is refused by the mcp profile (%s): give the server a directory of its own",
-                      dir, err->msg);
+    policy_report_add(
+        r, "not wrapped: %s is refused by the mcp profile (%s): give the server a directory of its own", dir,
+        err->msg);
     cm_error_free(err);
     return false;
   }
@@ -255,7 +261,8 @@ static bool bind_path(const struct mcp_server_paths *row, const char *path, stru
  * nearest directory above it with a project file (package.json, pyproject.toml, setup.py),
  * never the home itself; else its own directory. Bound read-only. false: the profile would
  * refuse it (the report says why). */
-static bool bind_project(const char *script, const char *home, struct spec_strv *flags, struct policy_report *r) {
+static bool bind_project(const char *script, const char *home, struct spec_strv *flags,
+                         struct policy_report *r) {
   struct stat st;
   if (stat(script, &st) < 0 || !S_ISREG(st.st_mode))
     return true;
@@ -292,9 +299,11 @@ static bool bind_project(const char *script, const char *home, struct spec_strv 
     return true;
   struct cm_error *err = NULL;
   if (policy_check_bind_source(dir, NULL, &err) < 0) {
-    policy_report_add(r, "not wrapped: the script's directory %s is refused by the mcp profile (%s): move it to a "
-                         "directory of its own",
-                      dir, err->msg);
+    policy_report_add(
+        r,
+        "not wrapped: the script's directory %s is refused by the mcp profile (%s): move it to a "
+        "directory of its own",
+        dir, err->msg);
     cm_error_free(err);
     return false;
   }
@@ -306,7 +315,8 @@ static bool bind_project(const char *script, const char *home, struct spec_strv 
 
 static void wrap_docker(const struct mcp_wrap_input *in, struct mcp_wrap_result *out) {
   if (in->n_args == 0 || strcmp(in->args[0], "run") != 0) {
-    policy_report_add(&out->report, "left as it is: docker %s is not `docker run`", in->n_args ? in->args[0] : "");
+    policy_report_add(&out->report, "left as it is: docker %s is not `docker run`",
+                      in->n_args ? in->args[0] : "");
     return;
   }
   for (size_t i = 1; i < in->n_args; i++)
@@ -326,7 +336,8 @@ static void wrap_docker(const struct mcp_wrap_input *in, struct mcp_wrap_result 
   pushf(&out->args, "--runtime=%s%s", in->docker_runtime, "");
   for (size_t i = 1; i < in->n_args; i++)
     spec_strv_push(&out->args, in->args[i]);
-  policy_report_add(&out->report, "docker run --runtime=%s: the mcp profile applies to the container", in->docker_runtime);
+  policy_report_add(&out->report, "docker run --runtime=%s: the mcp profile applies to the container",
+                    in->docker_runtime);
 }
 
 void mcp_wrap_entry(const struct mcp_wrap_input *in, struct mcp_wrap_result *out) {
@@ -356,11 +367,14 @@ void mcp_wrap_entry(const struct mcp_wrap_input *in, struct mcp_wrap_result *out
       pushf(&flags, "%s:%s", path, "/root/.npm:cow");
       bool warm = pkg && npx_cache_has(path, pkg);
       if (warm)
-        policy_report_add(r, "cache: %s as /root/.npm (:cow, never changed), %s in it: starts offline", path, pkg);
+        policy_report_add(r, "cache: %s as /root/.npm (:cow, never changed), %s in it: starts offline", path,
+                          pkg);
       else
-        policy_report_add(r, "cache: %s as /root/.npm (:cow, never changed); %s is not in it yet: run `npx -y %s` "
-                             "once online (it starts offline from the cache)",
-                          path, pkg ? pkg : "the package", pkg ? pkg : "PACKAGE");
+        policy_report_add(
+            r,
+            "cache: %s as /root/.npm (:cow, never changed); %s is not in it yet: run `npx -y %s` "
+            "once online (it starts offline from the cache)",
+            path, pkg ? pkg : "the package", pkg ? pkg : "PACKAGE");
     } else {
       policy_report_add(r, "cache: no %s: run `npx -y %s` once online, then unwrap and wrap again", path,
                         pkg ? pkg : "PACKAGE");
@@ -368,7 +382,8 @@ void mcp_wrap_entry(const struct mcp_wrap_input *in, struct mcp_wrap_result *out
     push2(&flags, "--env", "npm_config_offline=true");
     push2(&flags, "--env", "npm_config_update_notifier=false");
   } else if (uvx) {
-    static const char *const uv_dirs[][2] = {{".cache/uv", "/root/.cache/uv"}, {".local/share/uv", "/root/.local/share/uv"}};
+    static const char *const uv_dirs[][2] = {{".cache/uv", "/root/.cache/uv"},
+                                             {".local/share/uv", "/root/.local/share/uv"}};
     for (size_t i = 0; i < 2 && in->home; i++) {
       snprintf(path, sizeof(path), "%s/%s", in->home, uv_dirs[i][0]);
       if (!is_dir(path))
@@ -403,9 +418,11 @@ void mcp_wrap_entry(const struct mcp_wrap_input *in, struct mcp_wrap_result *out
       if (v)
         ok = bind_path(row, v, &flags, r);
       else
-        policy_report_add(r, "%s not set: the server keeps its data inside, thrown away at exit (set it to a host "
-                             "path, then unwrap and wrap again)",
-                          row->flag);
+        policy_report_add(
+            r,
+            "%s not set: the server keeps its data inside, thrown away at exit (set it to a host "
+            "path, then unwrap and wrap again)",
+            row->flag);
       continue;
     }
     for (size_t i = (size_t)(at + 1); i < in->n_args && ok; i++) {
@@ -426,8 +443,9 @@ void mcp_wrap_entry(const struct mcp_wrap_input *in, struct mcp_wrap_result *out
     return;
   }
   if (pkg && n_rows == 0 && !is_pathless(pkg))
-    policy_report_add(r, "%s: not in the table of known servers: none of your files is bound (add \"--mount\", "
-                         "\"SRC:DST\" before \"--\" in its args)",
+    policy_report_add(r,
+                      "%s: not in the table of known servers: none of your files is bound (add \"--mount\", "
+                      "\"SRC:DST\" before \"--\" in its args)",
                       pkg);
   else if (pkg == NULL && !npx && !uvx && at < 0)
     policy_report_add(r, "%s: not a known server: none of your files is bound but what is listed", base);
@@ -448,16 +466,18 @@ void mcp_wrap_entry(const struct mcp_wrap_input *in, struct mcp_wrap_result *out
     } else {
       push2(&flags, "--env", name);
       if (mcp_env_looks_secret(name))
-        policy_report_add(r, "env: %s looks like a credential: the server gets it; to keep it from the server, "
-                             "\"--secret\", \"%s\", \"--secret-host\", \"%s=HOST\", \"--allow-host\", \"HOST\"",
+        policy_report_add(r,
+                          "env: %s looks like a credential: the server gets it; to keep it from the server, "
+                          "\"--secret\", \"%s\", \"--secret-host\", \"%s=HOST\", \"--allow-host\", \"HOST\"",
                           name, name, name);
     }
   }
   if (allowed)
     policy_report_add(r, "network: %s only (port 443)", host);
   else
-    policy_report_add(r, "network: none (loopback only); to let it reach a host: \"--allow-host\", \"HOST\" before "
-                         "\"--\" in its args (codemode-run --learn shows which)");
+    policy_report_add(
+        r, "network: none (loopback only); to let it reach a host: \"--allow-host\", \"HOST\" before "
+           "\"--\" in its args (codemode-run --learn shows which)");
   spec_strv_push(&flags, "--");
   spec_strv_push(&flags, in->command);
   for (size_t i = 0; i < in->n_args; i++)

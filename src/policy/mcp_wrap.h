@@ -26,9 +26,9 @@ enum mcp_path_kind {
 struct mcp_server_paths {
   const char *package; /* as npx/uvx name it (no version), or a python module with '-' for '_' */
   enum mcp_path_kind kind;
-  const char *flag;    /* MCP_PATH_FLAG: "--repository"; MCP_PATH_ENV: "MEMORY_FILE_PATH" */
-  bool file;           /* the path is a file: its directory is bound (sqlite's journal, a JSON store) */
-  bool state;          /* bound with --state (made when missing) rather than --mount */
+  const char *flag; /* MCP_PATH_FLAG: "--repository"; MCP_PATH_ENV: "MEMORY_FILE_PATH" */
+  bool file;        /* the path is a file: its directory is bound (sqlite's journal, a JSON store) */
+  bool state;       /* bound with --state (made when missing) rather than --mount */
 };
 /* The table's rows for a package (NULL-terminated array in *rows), their count. */
 size_t mcp_server_paths_of(const char *package, const struct mcp_server_paths **rows);

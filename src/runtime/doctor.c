@@ -20,7 +20,8 @@ const char *doctor_status_name(enum doctor_status s) {
   return s == DOCTOR_OK ? "ok" : s == DOCTOR_WARN ? "warn" : "fail";
 }
 
-void doctor_set(struct doctor_check *c, const char *check, enum doctor_status s, const char *fix, const char *fmt, ...) {
+void doctor_set(struct doctor_check *c, const char *check, enum doctor_status s, const char *fix,
+                const char *fmt, ...) {
   c->check = check;
   c->status = s;
   va_list ap;
@@ -58,7 +59,8 @@ bool doctor_kernel_version(const char *release, int *major, int *minor) {
 static bool kernel_at_least(const struct doctor_env *e, int major, int minor) {
   char rel[128];
   int ma, mi;
-  if (!doctor_read(e->proc, "sys/kernel/osrelease", rel, sizeof(rel)) || !doctor_kernel_version(rel, &ma, &mi))
+  if (!doctor_read(e->proc, "sys/kernel/osrelease", rel, sizeof(rel)) ||
+      !doctor_kernel_version(rel, &ma, &mi))
     return true; /* unknown: the other checks say what is missing */
   return ma > major || (ma == major && mi >= minor);
 }
@@ -66,8 +68,10 @@ static bool kernel_at_least(const struct doctor_env *e, int major, int minor) {
 void doctor_kernel(const struct doctor_env *e, struct doctor_check *c) {
   char rel[128];
   int ma, mi;
-  if (!doctor_read(e->proc, "sys/kernel/osrelease", rel, sizeof(rel)) || !doctor_kernel_version(rel, &ma, &mi)) {
-    doctor_set(c, "kernel", DOCTOR_WARN, "mount procfs at /proc", "cannot read %s/sys/kernel/osrelease", e->proc);
+  if (!doctor_read(e->proc, "sys/kernel/osrelease", rel, sizeof(rel)) ||
+      !doctor_kernel_version(rel, &ma, &mi)) {
+    doctor_set(c, "kernel", DOCTOR_WARN, "mount procfs at /proc", "cannot read %s/sys/kernel/osrelease",
+               e->proc);
     return;
   }
   rel[strcspn(rel, "\n")] = '\0';
@@ -75,7 +79,8 @@ void doctor_kernel(const struct doctor_env *e, struct doctor_check *c) {
   if (ma < 5 || (ma == 5 && mi < 6))
     doctor_set(c, "kernel", DOCTOR_FAIL, "a kernel of 5.12 or later", "%s: older than 5.6 (no openat2)", rel);
   else if (ma == 5 && mi < 12)
-    doctor_set(c, "kernel", DOCTOR_WARN, "a kernel of 5.12 or later", "%s: no idmapped mounts before 5.12", rel);
+    doctor_set(c, "kernel", DOCTOR_WARN, "a kernel of 5.12 or later", "%s: no idmapped mounts before 5.12",
+               rel);
   else
     doctor_set(c, "kernel", DOCTOR_OK, "", "%s", rel);
 }
@@ -84,7 +89,8 @@ void doctor_userns(const struct doctor_env *e, struct doctor_check *c) {
   long max = read_long(e->proc, "sys/user/max_user_namespaces", -1);
   long clone = read_long(e->proc, "sys/kernel/unprivileged_userns_clone", -1);
   if (max == 0)
-    doctor_set(c, "user namespaces", DOCTOR_FAIL, "sysctl -w user.max_user_namespaces=15000 (and in /etc/sysctl.d)",
+    doctor_set(c, "user namespaces", DOCTOR_FAIL,
+               "sysctl -w user.max_user_namespaces=15000 (and in /etc/sysctl.d)",
                "user.max_user_namespaces is 0: no user namespace can be made");
   /* Debian's knob: off, only root may make one; the mcp profile makes its namespace as an
    * unprivileged uid even when root runs it (DESIGN.md §7), so it needs this either way. */
@@ -111,7 +117,9 @@ void doctor_apparmor(const struct doctor_env *e, struct doctor_check *c) {
     doctor_set(c, "apparmor", DOCTOR_OK, "", "no restriction of unprivileged user namespaces%s",
                on < 0 ? " (no such sysctl)" : " (kernel.apparmor_restrict_unprivileged_userns=0)");
   } else if (userns_apparmor_check_at(knob, label, old, &err) < 0) {
-    doctor_set(c, "apparmor", DOCTOR_FAIL, "make install-apparmor (contrib/apparmor), or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+    doctor_set(c, "apparmor", DOCTOR_FAIL,
+               "make install-apparmor (contrib/apparmor), or sysctl -w "
+               "kernel.apparmor_restrict_unprivileged_userns=0",
                "unprivileged user namespaces restricted and this codemode runs unconfined (profile %s)",
                installed ? "installed, not attached to this binary's path" : "not installed");
     cm_error_free(err);
@@ -154,7 +162,8 @@ enum doctor_cgroup_mode doctor_cgroup_mode_of(const struct doctor_env *e) {
 }
 
 void doctor_cgroup_mode(const struct doctor_env *e, struct doctor_check *c) {
-  static const char *const fix = "boot with systemd.unified_cgroup_hierarchy=1 for cgroup v2 (limits as a user)";
+  static const char *const fix =
+      "boot with systemd.unified_cgroup_hierarchy=1 for cgroup v2 (limits as a user)";
   switch (doctor_cgroup_mode_of(e)) {
   case DOCTOR_CGROUP_V2: doctor_set(c, "cgroups", DOCTOR_OK, "", "cgroup v2 (unified)"); break;
   case DOCTOR_CGROUP_HYBRID:
@@ -163,11 +172,12 @@ void doctor_cgroup_mode(const struct doctor_env *e, struct doctor_check *c) {
                e->uid == 0 ? " (root: the v1 controllers are used)" : " (no delegation to a user)");
     break;
   case DOCTOR_CGROUP_V1:
-    doctor_set(c, "cgroups", e->uid == 0 ? DOCTOR_OK : DOCTOR_WARN, e->uid == 0 ? "" : fix,
-               "cgroup v1%s", e->uid == 0 ? "" : " (no delegation to a user)");
+    doctor_set(c, "cgroups", e->uid == 0 ? DOCTOR_OK : DOCTOR_WARN, e->uid == 0 ? "" : fix, "cgroup v1%s",
+               e->uid == 0 ? "" : " (no delegation to a user)");
     break;
   case DOCTOR_CGROUP_NONE:
-    doctor_set(c, "cgroups", DOCTOR_WARN, "mount cgroup2 at /sys/fs/cgroup", "no cgroup filesystem at /sys/fs/cgroup");
+    doctor_set(c, "cgroups", DOCTOR_WARN, "mount cgroup2 at /sys/fs/cgroup",
+               "no cgroup filesystem at /sys/fs/cgroup");
     break;
   }
 }
@@ -188,8 +198,8 @@ void doctor_cgroup_delegation(const struct doctor_env *e, struct doctor_check *c
   struct stat st;
   if (e->xdg_runtime_dir && snprintf(sock, sizeof(sock), "%s/systemd/private", e->xdg_runtime_dir) > 0 &&
       stat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
-    doctor_set(c, "cgroup delegation", DOCTOR_OK, "", "a systemd user session (%s): transient scopes with Delegate=yes",
-               sock);
+    doctor_set(c, "cgroup delegation", DOCTOR_OK, "",
+               "a systemd user session (%s): transient scopes with Delegate=yes", sock);
     return;
   }
   char self[PATH_MAX];
@@ -232,7 +242,8 @@ void doctor_seccomp(const struct doctor_env *e, struct doctor_check *c) {
   if (notify)
     doctor_set(c, "seccomp", DOCTOR_OK, "", "filters and user notification (learn mode, audit)");
   else
-    doctor_set(c, "seccomp", DOCTOR_WARN, "a kernel of 5.0 or later", "filters, no user notification: no learn mode");
+    doctor_set(c, "seccomp", DOCTOR_WARN, "a kernel of 5.0 or later",
+               "filters, no user notification: no learn mode");
 }
 
 /* The filesystem of dir, or of its nearest existing parent (the store may not exist yet). */
@@ -290,7 +301,9 @@ void doctor_idmap(const struct doctor_env *e, struct doctor_check *c) {
              ok ? "idmapped mounts" : "no idmapped mounts");
   }
   doctor_set(c, "idmapped mounts", worst,
-             worst == DOCTOR_OK ? "" : "put --root / --store on ext4, xfs, btrfs or (6.3+) tmpfs: without, files in binds show as nobody",
+             worst == DOCTOR_OK ? ""
+                                : "put --root / --store on ext4, xfs, btrfs or (6.3+) tmpfs: without, files "
+                                  "in binds show as nobody",
              "%s", detail);
 }
 

@@ -45,7 +45,8 @@ void doctor_subid(const struct doctor_env *e, struct doctor_check *c) {
   int ng = subid_ranges(gidf, e->user ? e->user : "", (uint32_t)e->uid, r, 8, &err);
   if (err)
     cm_error_free(err);
-  bool helpers = in_path(e->path, "newuidmap", helper, sizeof(helper)) && in_path(e->path, "newgidmap", helper, sizeof(helper));
+  bool helpers = in_path(e->path, "newuidmap", helper, sizeof(helper)) &&
+                 in_path(e->path, "newgidmap", helper, sizeof(helper));
   char fix[256];
   snprintf(fix, sizeof(fix), "as root: usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s",
            e->user ? e->user : "USER");
@@ -58,7 +59,8 @@ void doctor_subid(const struct doctor_env *e, struct doctor_check *c) {
     doctor_set(c, "subordinate ids", DOCTOR_WARN, "apt-get install uidmap",
                "ranges in %s/subuid and subgid, but no newuidmap/newgidmap to map them", e->etc);
   else
-    doctor_set(c, "subordinate ids", DOCTOR_OK, "", "ranges in %s/subuid and subgid, newuidmap at %s", e->etc, helper);
+    doctor_set(c, "subordinate ids", DOCTOR_OK, "", "ranges in %s/subuid and subgid, newuidmap at %s", e->etc,
+               helper);
 }
 
 void doctor_criu(const struct doctor_env *e, struct doctor_check *c) {
@@ -175,8 +177,9 @@ void doctor_docker(const struct doctor_env *e, struct doctor_check *c) {
   snprintf(path, sizeof(path), "%s/docker/daemon.json", e->etc);
   bool mcp = false;
   int r = docker_runtimes(path, name, sizeof(name), &mcp);
-  static const char *const fix = "register it: README, Registering codemode with Docker (\"codemode-mcp\" with "
-                                 "runtimeArgs [\"--profile=mcp\"])";
+  static const char *const fix =
+      "register it: README, Registering codemode with Docker (\"codemode-mcp\" with "
+      "runtimeArgs [\"--profile=mcp\"])";
   if (r < 0)
     doctor_set(c, "docker", DOCTOR_WARN, fix, "no %s: codemode is not registered with Docker", path);
   else if (r == 0)
@@ -184,16 +187,18 @@ void doctor_docker(const struct doctor_env *e, struct doctor_check *c) {
   else if (!mcp)
     doctor_set(c, "docker", DOCTOR_WARN, fix, "runtime \"%s\" is codemode, without the mcp profile", name);
   else
-    doctor_set(c, "docker", DOCTOR_OK, "", "runtime \"%s\": docker run --runtime=%s runs under the mcp profile", name,
-               name);
+    doctor_set(c, "docker", DOCTOR_OK, "",
+               "runtime \"%s\": docker run --runtime=%s runs under the mcp profile", name, name);
 }
 
 void doctor_containerd(const struct doctor_env *e, struct doctor_check *c) {
   char text[65536];
-  static const char *const fix = "README, Registering codemode with containerd (a runc runtime whose BinaryName is "
-                                 "codemode-mcp)";
+  static const char *const fix =
+      "README, Registering codemode with containerd (a runc runtime whose BinaryName is "
+      "codemode-mcp)";
   if (!doctor_read(e->etc, "containerd/config.toml", text, sizeof(text))) {
-    doctor_set(c, "containerd", DOCTOR_WARN, fix, "no %s/containerd/config.toml: codemode is not registered", e->etc);
+    doctor_set(c, "containerd", DOCTOR_WARN, fix, "no %s/containerd/config.toml: codemode is not registered",
+               e->etc);
     return;
   }
   /* A line that is not a comment naming codemode-mcp as a BinaryName. */
@@ -208,15 +213,16 @@ void doctor_containerd(const struct doctor_env *e, struct doctor_check *c) {
   if (mcp)
     doctor_set(c, "containerd", DOCTOR_OK, "", "a runtime with BinaryName codemode-mcp");
   else
-    doctor_set(c, "containerd", DOCTOR_WARN, fix, "%s", any ? "codemode registered without the mcp profile (BinaryName codemode)"
-                                                          : "no runtime with BinaryName codemode-mcp");
+    doctor_set(c, "containerd", DOCTOR_WARN, fix, "%s",
+               any ? "codemode registered without the mcp profile (BinaryName codemode)"
+                   : "no runtime with BinaryName codemode-mcp");
 }
 
 size_t doctor_run(const struct doctor_env *e, struct doctor_check *out, size_t max) {
   void (*const checks[])(const struct doctor_env *, struct doctor_check *) = {
-      doctor_kernel,          doctor_userns,  doctor_apparmor, doctor_cgroup_mode, doctor_cgroup_delegation,
-      doctor_landlock,        doctor_seccomp, doctor_idmap,    doctor_overlay_userns, doctor_subid,
-      doctor_criu,            doctor_docker,  doctor_containerd,
+      doctor_kernel,   doctor_userns,  doctor_apparmor,   doctor_cgroup_mode,    doctor_cgroup_delegation,
+      doctor_landlock, doctor_seccomp, doctor_idmap,      doctor_overlay_userns, doctor_subid,
+      doctor_criu,     doctor_docker,  doctor_containerd,
   };
   size_t n = 0;
   for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]) && n < max; i++)
@@ -253,11 +259,14 @@ int doctor_probe_overlay_userns(void) {
       _exit(2);
     close(fd);
     /* Private, and a tmpfs over /tmp in this namespace only: nothing of the host is written. */
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") < 0)
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m") < 0)
       _exit(3);
     if (mkdir("/tmp/l", 0755) || mkdir("/tmp/u", 0755) || mkdir("/tmp/w", 0755) || mkdir("/tmp/m", 0755))
       _exit(4);
-    _exit(mount("overlay", "/tmp/m", "overlay", 0, "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w") == 0 ? 0 : 5);
+    _exit(mount("overlay", "/tmp/m", "overlay", 0, "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w") == 0
+              ? 0
+              : 5);
   }
   int status;
   while (waitpid(pid, &status, 0) < 0)

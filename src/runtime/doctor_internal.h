@@ -4,8 +4,8 @@
 
 #include "runtime/doctor.h"
 
-void doctor_set(struct doctor_check *c, const char *check, enum doctor_status s, const char *fix, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+void doctor_set(struct doctor_check *c, const char *check, enum doctor_status s, const char *fix,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* root/rel's first size-1 bytes, NUL-terminated; false when it cannot be read. */
 bool doctor_read(const char *root, const char *rel, char *buf, size_t size);
 

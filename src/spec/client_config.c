@@ -37,7 +37,8 @@ int client_config_load(const char *path, struct client_config *c, struct cm_erro
   if (!S_ISREG(st.st_mode))
     return cm_error_set(err, 0, "%s: not a regular file", path);
   if (st.st_size > CLIENT_CONFIG_MAX)
-    return cm_error_set(err, 0, "%s: %lld bytes: too large for an MCP client config", path, (long long)st.st_size);
+    return cm_error_set(err, 0, "%s: %lld bytes: too large for an MCP client config", path,
+                        (long long)st.st_size);
   size_t len = 0;
   cleanup_free char *text = read_whole_file(path, &len, err);
   if (text == NULL)
@@ -50,8 +51,9 @@ int client_config_load(const char *path, struct client_config *c, struct cm_erro
   detect_indent(text, c->indent, sizeof(c->indent));
   if (!YAJL_IS_OBJECT(c->root)) {
     client_config_free(c);
-    return cm_error_set(err, 0, "%s: the top level is not a JSON object (an MCP client config is {\"mcpServers\": {…}})",
-                        path);
+    return cm_error_set(
+        err, 0, "%s: the top level is not a JSON object (an MCP client config is {\"mcpServers\": {…}})",
+        path);
   }
   static const char *const keys[] = {"mcpServers", "servers"};
   for (size_t k = 0; k < 2 && c->servers == NULL; k++) {
@@ -68,10 +70,11 @@ int client_config_load(const char *path, struct client_config *c, struct cm_erro
   }
   if (c->servers == NULL) {
     client_config_free(c);
-    return cm_error_set(err, 0,
-                        "%s: no server map: neither .mcpServers (Claude Desktop, Claude Code, Cursor) nor .servers "
-                        "(VS Code) at the top level",
-                        path);
+    return cm_error_set(
+        err, 0,
+        "%s: no server map: neither .mcpServers (Claude Desktop, Claude Code, Cursor) nor .servers "
+        "(VS Code) at the top level",
+        path);
   }
   return 0;
 }
@@ -93,7 +96,8 @@ yajl_val client_config_entry(const struct client_config *c, size_t i) {
   return c->servers->u.object.values[i];
 }
 
-int client_entry_read(const struct client_config *c, size_t i, struct client_entry *e, struct cm_error **err) {
+int client_entry_read(const struct client_config *c, size_t i, struct client_entry *e,
+                      struct cm_error **err) {
   *e = (struct client_entry){0};
   struct jctx j;
   jctx_init(&j, c->path);

@@ -37,7 +37,7 @@ yajl_val client_config_entry(const struct client_config *c, size_t i);
 /* One entry as a client launches it. command NULL: no stdio command (a url entry, or none). */
 struct client_entry {
   const char *command;
-  const char *type;  /* "stdio", "sse", "http", … or NULL */
+  const char *type; /* "stdio", "sse", "http", … or NULL */
   const char *url;
   bool has_args, has_env;
   struct spec_strv args;
@@ -63,5 +63,20 @@ char *client_config_render(const struct client_config *c, client_entry_emitter e
  * (never a half-written config), with the file's permission bits. */
 int client_config_write(const struct client_config *c, const char *text, char *backup, size_t size,
                         struct cm_error **err);
+
+/* Wrapped entries (spec/client_entry.c). The env variable that holds the entry as it was (its
+ * "env" written as true: the env block is then the one the entry has, less this variable). In
+ * env rather than a key of our own because clients check their entries' keys (VS Code's
+ * schema); codemode-run passes no variable into the container that --env does not name. */
+#define CLIENT_ENTRY_MARKER "CODEMODE_MCP_ORIGINAL"
+/* The marker's text of an entry, or NULL (not wrapped by us). */
+const char *client_entry_marker(yajl_val entry);
+/* entry with command and args replaced, its other keys in their places, the marker added. */
+void client_entry_emit_wrapped(yajl_gen g, yajl_val entry, const char *command, const struct spec_strv *args);
+/* The marker of entry i parsed (an object), or NULL with err naming the file and its JSON path. */
+yajl_val client_entry_original(const struct client_config *c, size_t i, const char *marker,
+                               struct cm_error **err);
+/* original as it was, its env the entry's env of now less the marker. */
+void client_entry_emit_original(yajl_gen g, yajl_val entry, yajl_val original);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first. */
 #include <cmocka.h>
 
 #include <stdio.h>
@@ -47,8 +48,15 @@ static int teardown(void **state) {
 }
 
 static struct doctor_env env(uid_t uid) {
-  return (struct doctor_env){.proc = proc, .sys = sys, .etc = etc, .uid = uid, .user = "alice",
-                             .landlock_abi = 0, .overlay_userns = -1, .path = "/nonexistent", .criu_check = -1};
+  return (struct doctor_env){.proc = proc,
+                             .sys = sys,
+                             .etc = etc,
+                             .uid = uid,
+                             .user = "alice",
+                             .landlock_abi = 0,
+                             .overlay_userns = -1,
+                             .path = "/nonexistent",
+                             .criu_check = -1};
 }
 
 static void test_kernel(void **state) {
@@ -157,7 +165,8 @@ static void test_landlock_seccomp_overlay(void **state) {
   put(proc, "sys/kernel/seccomp/actions_avail", "kill_process kill_thread trap errno trace log allow\n");
   doctor_seccomp(&e, &c);
   assert_int_equal(c.status, DOCTOR_WARN);
-  put(proc, "sys/kernel/seccomp/actions_avail", "kill_process kill_thread trap errno user_notif trace log allow\n");
+  put(proc, "sys/kernel/seccomp/actions_avail",
+      "kill_process kill_thread trap errno user_notif trace log allow\n");
   doctor_seccomp(&e, &c);
   assert_int_equal(c.status, DOCTOR_OK);
   put(proc, "filesystems", "nodev\tsysfs\nnodev\ttmpfs\n");

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the four above first. */
 #include <cmocka.h>
 
 #include <stdio.h>
@@ -57,7 +58,8 @@ static void test_package(void **state) {
   char buf[256];
   int at;
   const char *a1[] = {"-y", "@modelcontextprotocol/server-filesystem@2025.1.1", "/d"};
-  assert_string_equal(mcp_entry_package("npx", a1, 3, buf, sizeof(buf), &at), "@modelcontextprotocol/server-filesystem");
+  assert_string_equal(mcp_entry_package("npx", a1, 3, buf, sizeof(buf), &at),
+                      "@modelcontextprotocol/server-filesystem");
   assert_int_equal(at, 1);
   const char *a2[] = {"--package", "x", "mcp-thing@latest", "--flag"};
   assert_string_equal(mcp_entry_package("/usr/bin/npx", a2, 4, buf, sizeof(buf), &at), "mcp-thing");
@@ -68,7 +70,8 @@ static void test_package(void **state) {
   assert_string_equal(mcp_entry_package("python3.11", a4, 4, buf, sizeof(buf), &at), "mcp-server-sqlite");
   assert_int_equal(at, 1);
   const char *a5[] = {"/opt/app/node_modules/@modelcontextprotocol/server-memory/dist/index.js"};
-  assert_string_equal(mcp_entry_package("node", a5, 1, buf, sizeof(buf), &at), "@modelcontextprotocol/server-memory");
+  assert_string_equal(mcp_entry_package("node", a5, 1, buf, sizeof(buf), &at),
+                      "@modelcontextprotocol/server-memory");
   const char *a6[] = {"/opt/server.js"};
   assert_null(mcp_entry_package("node", a6, 1, buf, sizeof(buf), &at));
   assert_null(mcp_entry_package("npx", NULL, 0, buf, sizeof(buf), &at));
@@ -103,14 +106,22 @@ static void test_wrap_npx_filesystem(void **state) {
   char home[128], served[128], pj[256];
   snprintf(home, sizeof(home), "%s/home", dir);
   snprintf(served, sizeof(served), "%s/served", dir);
-  snprintf(pj, sizeof(pj), "%s/.npm/_npx/abc/node_modules/@modelcontextprotocol/server-filesystem/package.json", home);
+  snprintf(pj, sizeof(pj),
+           "%s/.npm/_npx/abc/node_modules/@modelcontextprotocol/server-filesystem/package.json", home);
   FILE *f = fopen(pj, "w");
   assert_non_null(f);
   fclose(f);
   const char *args[] = {"-y", "@modelcontextprotocol/server-filesystem", served, "relative/dir"};
   const char *names[] = {"DEBUG"}, *values[] = {"1"};
-  struct mcp_wrap_input in = {.command = "npx", .args = args, .n_args = 4, .env_names = names, .env_values = values,
-                              .n_env = 1, .codemode_run = "/opt/bin/codemode-run", .root = "/run/x", .home = home};
+  struct mcp_wrap_input in = {.command = "npx",
+                              .args = args,
+                              .n_args = 4,
+                              .env_names = names,
+                              .env_values = values,
+                              .n_env = 1,
+                              .codemode_run = "/opt/bin/codemode-run",
+                              .root = "/run/x",
+                              .home = home};
   struct mcp_wrap_result r;
   mcp_wrap_entry(&in, &r);
   assert_int_equal(r.outcome, MCP_WRAPPED);
@@ -141,8 +152,14 @@ static void test_wrap_memory_git_and_secrets(void **state) {
   mkdirs("repo");
   const char *margs[] = {"-y", "@modelcontextprotocol/server-memory"};
   const char *names[] = {"MEMORY_FILE_PATH", "GITHUB_TOKEN"}, *values[] = {mem, "ghp_x"};
-  struct mcp_wrap_input in = {.command = "npx", .args = margs, .n_args = 2, .env_names = names, .env_values = values,
-                              .n_env = 2, .codemode_run = "/b/codemode-run", .profile = "mcp-audit"};
+  struct mcp_wrap_input in = {.command = "npx",
+                              .args = margs,
+                              .n_args = 2,
+                              .env_names = names,
+                              .env_values = values,
+                              .n_env = 2,
+                              .codemode_run = "/b/codemode-run",
+                              .profile = "mcp-audit"};
   struct mcp_wrap_result r;
   mcp_wrap_entry(&in, &r);
   assert_int_equal(r.outcome, MCP_WRAPPED);
@@ -150,7 +167,8 @@ static void test_wrap_memory_git_and_secrets(void **state) {
   /* --state for the store's directory (made when missing); the token by name, no host named. */
   snprintf(want, sizeof(want),
            "--profile mcp-audit --host --env npm_config_offline=true --env npm_config_update_notifier=false "
-           "--state %s/mem:%s/mem --env MEMORY_FILE_PATH --env GITHUB_TOKEN -- npx -y @modelcontextprotocol/server-memory",
+           "--state %s/mem:%s/mem --env MEMORY_FILE_PATH --env GITHUB_TOKEN -- npx -y "
+           "@modelcontextprotocol/server-memory",
            dir, dir);
   assert_string_equal(line, want);
   free(line);
@@ -159,8 +177,13 @@ static void test_wrap_memory_git_and_secrets(void **state) {
    * bound to that host, which the container may reach. */
   const char *gargs[] = {"mcp-server-git", "--repository", repo};
   const char *gnames[] = {"API_URL", "API_TOKEN"}, *gvalues[] = {"https://api.example.com/v1", "t"};
-  struct mcp_wrap_input g = {.command = "uvx", .args = gargs, .n_args = 3, .env_names = gnames,
-                             .env_values = gvalues, .n_env = 2, .codemode_run = "/b/codemode-run"};
+  struct mcp_wrap_input g = {.command = "uvx",
+                             .args = gargs,
+                             .n_args = 3,
+                             .env_names = gnames,
+                             .env_values = gvalues,
+                             .n_env = 2,
+                             .codemode_run = "/b/codemode-run"};
   mcp_wrap_entry(&g, &r);
   assert_int_equal(r.outcome, MCP_WRAPPED);
   line = joined(&r.args);
@@ -183,7 +206,8 @@ static void test_wrap_refused_and_docker(void **state) {
   assert_non_null(strstr(r.report.lines[r.report.count - 1], "not wrapped: /etc is refused"));
   mcp_wrap_result_free(&r);
   const char *dargs[] = {"run", "-i", "--rm", "mcp/fetch"};
-  struct mcp_wrap_input d = {.command = "docker", .args = dargs, .n_args = 4, .codemode_run = "/b/codemode-run"};
+  struct mcp_wrap_input d = {
+      .command = "docker", .args = dargs, .n_args = 4, .codemode_run = "/b/codemode-run"};
   mcp_wrap_entry(&d, &r);
   assert_int_equal(r.outcome, MCP_LEFT); /* no mcp runtime registered */
   mcp_wrap_result_free(&r);
@@ -215,25 +239,29 @@ static void test_wrap_node_script(void **state) {
   mkdirs("served");
   char script[256], script2[256], served[160], want[1024];
   snprintf(script, sizeof(script), "%s/proj/build/index.js", dir);
-  snprintf(script2, sizeof(script2), "%s/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", dir);
+  snprintf(script2, sizeof(script2),
+           "%s/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", dir);
   snprintf(served, sizeof(served), "%s/served", dir);
   const char *args[] = {script, "--port", "0"};
-  struct mcp_wrap_input in = {.command = "/usr/bin/node", .args = args, .n_args = 3, .codemode_run = "/b/codemode-run"};
+  struct mcp_wrap_input in = {
+      .command = "/usr/bin/node", .args = args, .n_args = 3, .codemode_run = "/b/codemode-run"};
   struct mcp_wrap_result r;
   mcp_wrap_entry(&in, &r);
   assert_int_equal(r.outcome, MCP_WRAPPED);
   char *line = joined(&r.args);
-  snprintf(want, sizeof(want), "--host --mount %s/proj:%s/proj:ro -- /usr/bin/node %s --port 0", dir, dir, script);
+  snprintf(want, sizeof(want), "--host --mount %s/proj:%s/proj:ro -- /usr/bin/node %s --port 0", dir, dir,
+           script);
   assert_string_equal(line, want);
   free(line);
   mcp_wrap_result_free(&r);
   const char *args2[] = {script2, served};
-  struct mcp_wrap_input in2 = {.command = "node", .args = args2, .n_args = 2, .codemode_run = "/b/codemode-run"};
+  struct mcp_wrap_input in2 = {
+      .command = "node", .args = args2, .n_args = 2, .codemode_run = "/b/codemode-run"};
   mcp_wrap_entry(&in2, &r);
   assert_int_equal(r.outcome, MCP_WRAPPED);
   line = joined(&r.args);
-  snprintf(want, sizeof(want), "--host --mount %s/app:%s/app:ro --mount %s:%s:rw -- node %s %s", dir, dir, served,
-           served, script2, served);
+  snprintf(want, sizeof(want), "--host --mount %s/app:%s/app:ro --mount %s:%s:rw -- node %s %s", dir, dir,
+           served, served, script2, served);
   assert_string_equal(line, want);
   free(line);
   mcp_wrap_result_free(&r);
@@ -251,6 +279,66 @@ static const char *write_file(const char *name, const char *text) {
 
 static bool never(yajl_gen g, const struct client_config *c, size_t i, void *ctx) {
   return false;
+}
+
+static bool wrap_all(yajl_gen g, const struct client_config *c, size_t i, void *ctx) {
+  const char *v[] = {"--host", "--", "npx", "-y", NULL};
+  struct spec_strv args = {.items = (char **)v, .count = 4};
+  client_entry_emit_wrapped(g, client_config_entry(c, i), "/x/codemode-run", &args);
+  return true;
+}
+
+static bool unwrap_all(yajl_gen g, const struct client_config *c, size_t i, void *ctx) {
+  const char *marker = client_entry_marker(client_config_entry(c, i));
+  assert_non_null(marker);
+  struct cm_error *err = NULL;
+  yajl_val orig = client_entry_original(c, i, marker, &err);
+  assert_non_null(orig);
+  client_entry_emit_original(g, client_config_entry(c, i), orig);
+  yajl_tree_free(orig);
+  return true;
+}
+
+static char *load_render(const char *path, client_entry_emitter emit) {
+  struct client_config c;
+  struct cm_error *err = NULL;
+  assert_int_equal(client_config_load(path, &c, &err), 0);
+  char *out = client_config_render(&c, emit, NULL);
+  client_config_free(&c);
+  return out;
+}
+
+/* Wrapped then unwrapped: the text again, byte for byte, whether the entry had args and env
+ * or not, and whatever keys of its own it had, in their order. */
+static void test_wrap_unwrap_entries(void **state) {
+  const char *text = "{\n"
+                     "  \"servers\": {\n"
+                     "    \"a\": {\n"
+                     "      \"type\": \"stdio\",\n"
+                     "      \"command\": \"npx\",\n"
+                     "      \"env\": {\n"
+                     "        \"K\": \"${input:token}\"\n"
+                     "      },\n"
+                     "      \"args\": [\n"
+                     "        \"-y\"\n"
+                     "      ],\n"
+                     "      \"disabled\": false\n"
+                     "    },\n"
+                     "    \"b\": {\n"
+                     "      \"command\": \"uvx\"\n"
+                     "    }\n"
+                     "  }\n"
+                     "}\n";
+  const char *p = write_file("w.json", text);
+  char *wrapped = load_render(p, wrap_all);
+  assert_non_null(strstr(wrapped, "\"command\": \"/x/codemode-run\""));
+  assert_non_null(strstr(wrapped, "\"CODEMODE_MCP_ORIGINAL\": \"{\\\"type\\\":\\\"stdio\\\",\\\"command\\\":\\\"npx\\\",\\\"env\\\":true"));
+  assert_null(strstr(wrapped, "\\\"K\\\"")); /* the env's values are not copied into the marker */
+  p = write_file("w.json", wrapped);
+  free(wrapped);
+  char *back = load_render(p, unwrap_all);
+  assert_string_equal(back, text);
+  free(back);
 }
 
 static void test_config_round_trip_and_errors(void **state) {
@@ -282,7 +370,8 @@ static void test_config_round_trip_and_errors(void **state) {
   free(out);
   client_config_free(&c);
   /* Bad entries and files: the file and the JSON path named. */
-  p = write_file("bad-args.json", "{\"servers\": {\"s\": {\"type\": \"stdio\", \"command\": \"x\", \"args\": [1]}}}");
+  p = write_file("bad-args.json",
+                 "{\"servers\": {\"s\": {\"type\": \"stdio\", \"command\": \"x\", \"args\": [1]}}}");
   assert_int_equal(client_config_load(p, &c, &err), 0);
   struct client_entry e;
   assert_int_equal(client_entry_read(&c, 0, &e, &err), -1);
@@ -309,6 +398,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_wrap_refused_and_docker, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wrap_node_script, setup, teardown),
       cmocka_unit_test_setup_teardown(test_config_round_trip_and_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wrap_unwrap_entries, setup, teardown),
   };
   return cmocka_run_group_tests_name("mcp_wrap", tests, NULL, NULL);
 }
