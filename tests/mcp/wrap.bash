@@ -9,12 +9,12 @@
 #   it; the memory server stores where MEMORY_FILE_PATH points, on the host;
 #   wrapping again changes nothing (byte for byte); unwrap gives back the same keys, values
 #   and order; the backup is the file as it was.
-# Then bad files (not JSON, no server map): refused naming the file and the problem, unchanged,
+# First `codemode doctor` on this machine, as the README's first step. Then bad files (not JSON, no server map): refused naming the file and the problem, unchanged,
 # no backup. As root: root's own ~/.npm (/root/.npm, a tmpfs copy in a private mount namespace)
 # as the entries' :cow cache.
 # Uses run.sh's $work, $state, $cache, $here, $CODEMODE, $CM_TEST_TOKEN, pass/fail, nothing_left.
 
-wrap_count() { if [ "$(id -u)" -eq 0 ]; then echo 19; else echo 18; fi; }
+wrap_count() { if [ "$(id -u)" -eq 0 ]; then echo 20; else echo 19; fi; }
 
 # write_config SHAPE FILE DIR: the client's config, with keys of its own around the servers.
 write_config() {
@@ -47,8 +47,22 @@ EOF
 }
 
 wrap_cases() {
-  local ww=$work/wrap home=$work/wrap/home shape file dir out rc written
+  local ww=$work/wrap home=$work/wrap/home shape file dir out rc written json fails
   mkdir -p "$ww"
+  # doctor: one line per check; --json the same checks as {check, status, detail, fix}; exit 0
+  # unless one fails; what the cases below need (user namespaces, overlay in one, Landlock) ok.
+  out=$("$CODEMODE" --root "$state" doctor 2>&1)
+  rc=$?
+  json=$("$CODEMODE" --root "$state" doctor --json 2>&1)
+  fails=$(jq '[.[] | select(.status == "fail")] | length' <<<"$json" 2>/dev/null)
+  if [ -n "$fails" ] && [ "$(jq 'length' <<<"$json")" -eq "$(grep -cE '^(ok|warn|fail) ' <<<"$out")" ] &&
+    jq -e 'all(.[]; (keys == ["check", "detail", "fix", "status"]) and (.status | test("^(ok|warn|fail)$")) and (.status == "ok" or .fix != ""))' <<<"$json" >/dev/null &&
+    [ "$rc" -eq "$([ "$fails" -eq 0 ] && echo 0 || echo 1)" ] &&
+    jq -e '[.[] | select(.status == "ok") | .check] | index("user namespaces") and index("overlay in a user namespace") and index("landlock")' <<<"$json" >/dev/null; then
+    pass "codemode doctor: $(jq 'length' <<<"$json") checks ($(jq -r '[.[] | .status] | group_by(.) | map("\(length) \(.[0])") | join(", ")' <<<"$json")), --json the same, exit $rc"
+  else
+    fail "codemode doctor (rc=$rc)" "${out//$'\n'/ | }" "$json"
+  fi
   # The user's own warm ~/.npm: deps.sh's (root's) copied, so that its files are the user's.
   mkdir -p "$home"
   cp -a "$cache/npx-home/.npm" "$home/.npm"
