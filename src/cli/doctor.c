@@ -53,6 +53,11 @@ int cmd_doctor(struct cli_globals *g, int argc, char **argv) {
     return cli_usage_error("doctor", "unexpected argument \"%s\"", argv[optind]);
   char *default_store = store ? NULL : image_store_default_dir();
   struct passwd *pw = getpwuid(geteuid());
+  /* criu and newuidmap live in sbin, which a user's PATH often lacks. */
+  char path[4096];
+  const char *env_path = getenv("PATH");
+  snprintf(path, sizeof(path), "%s%s/usr/local/sbin:/usr/sbin:/sbin", env_path ? env_path : "",
+           env_path && *env_path ? ":" : "");
   struct doctor_env e = {
       .proc = "/proc",
       .sys = "/sys",
@@ -64,7 +69,7 @@ int cmd_doctor(struct cli_globals *g, int argc, char **argv) {
       .xdg_runtime_dir = getenv("XDG_RUNTIME_DIR"),
       .landlock_abi = runtime_landlock_abi(),
       .overlay_userns = doctor_probe_overlay_userns(),
-      .path = getenv("PATH"),
+      .path = path,
   };
   char criu_detail[512];
   e.criu_check = doctor_probe_criu(e.path, criu_detail, sizeof(criu_detail));

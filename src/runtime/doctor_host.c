@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,8 +46,9 @@ void doctor_subid(const struct doctor_env *e, struct doctor_check *c) {
   int ng = subid_ranges(gidf, e->user ? e->user : "", (uint32_t)e->uid, r, 8, &err);
   if (err)
     cm_error_free(err);
+  char helper_gid[PATH_MAX];
   bool helpers = in_path(e->path, "newuidmap", helper, sizeof(helper)) &&
-                 in_path(e->path, "newgidmap", helper, sizeof(helper));
+                 in_path(e->path, "newgidmap", helper_gid, sizeof(helper_gid));
   char fix[256];
   snprintf(fix, sizeof(fix), "as root: usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s",
            e->user ? e->user : "USER");
@@ -239,7 +241,9 @@ int doctor_probe_overlay_userns(void) {
   if (pid == 0) {
     uid_t uid = geteuid();
     gid_t gid = getegid();
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+    /* codemode is non-dumpable from its start (CVE-2019-5736), which makes /proc/self's files
+     * root's: this child, which runs nothing but these mounts, must be able to write its maps. */
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
       _exit(1);
     char map[64];
     int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
