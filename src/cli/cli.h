@@ -18,6 +18,7 @@ struct cli_globals {
   const char *dns_upstream; /* --dns-upstream */
   const char *audit_log;    /* --audit-log */
   bool explain_only;        /* `policy explain`: nothing is started, no log opened */
+  bool root_given;          /* --root was on the command line (mcp wrap passes it on) */
 };
 
 /* A config loaded and tightened by the effective profile (--profile, run.codemode.profile). */
@@ -61,5 +62,7 @@ int cmd_learn(struct cli_globals *g, int argc, char **argv);
 int cmd_pull(struct cli_globals *g, int argc, char **argv);
 int cmd_images(struct cli_globals *g, int argc, char **argv);
 int cmd_rmi(struct cli_globals *g, int argc, char **argv);
+int cmd_mcp(struct cli_globals *g, int argc, char **argv);
+int cmd_doctor(struct cli_globals *g, int argc, char **argv);
 
 #endif

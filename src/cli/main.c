@@ -39,6 +39,9 @@ static const char usage[] =
     "  pull      bring an image into the store (oci:DIR, docker-archive:FILE, a registry)\n"
     "  images    list the store's images (--prune: remove what no name needs)\n"
     "  rmi       remove images from the store\n"
+    "  mcp       mcp wrap FILE: run every stdio server of an MCP client's config under\n"
+    "            codemode-run (mcp unwrap FILE: back as they were)\n"
+    "  doctor    what this machine can do for codemode (user namespaces, cgroups, Landlock…)\n"
     "\n"
     "Global options:\n"
     "  --root DIR                state directory (default /run/codemode; not root:\n"
@@ -105,6 +108,7 @@ static const struct {
     {"features", cmd_features}, {"exec", cmd_exec}, {"policy", cmd_policy},
     {"pause", cmd_pause},       {"resume", cmd_resume}, {"ps", cmd_ps},     {"update", cmd_update},
     {"events", cmd_events}, {"learn", cmd_learn}, {"pull", cmd_pull},         {"images", cmd_images}, {"rmi", cmd_rmi},
+    {"mcp", cmd_mcp}, {"doctor", cmd_doctor},
 };
 
 /* The profile a program name selects: installed (or linked) as codemode-mcp, the binary is the
@@ -179,6 +183,7 @@ int main(int argc, char **argv) {
     case OPT_ROOT:
       g.ctx.root = optarg;
       root_given = true;
+      g.root_given = true;
       break;
     case OPT_LOG: log_path = optarg; break;
     case OPT_LOG_FORMAT:

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "policy/profile_rules.h"
 #include "util/cleanup.h"
@@ -60,7 +62,9 @@ static int refuse(const char *source, const char *resolved, const char *why, str
                       why);
 }
 
-int policy_check_bind_source(const char *source, const char *bundle, struct cm_error **err) {
+/* exempt: a sensitive tree that is the invoking user's own home, accepted for what lies inside
+ * it (never itself) when the source is only ever read (policy_check_cow_source). */
+static int check_source(const char *source, const char *bundle, const char *exempt, struct cm_error **err) {
   if (source == NULL || *source == '\0')
     return 0;
   cleanup_free char *joined = NULL;
@@ -84,7 +88,8 @@ int policy_check_bind_source(const char *source, const char *bundle, struct cm_e
     below_root |= is_under(path, sensitive_roots[i]);
   }
   for (size_t i = 0; i < sizeof(sensitive_trees) / sizeof(sensitive_trees[0]); i++) {
-    if (is_under(path, sensitive_trees[i]) && !below_root)
+    bool own_home = exempt && strcmp(sensitive_trees[i], exempt) == 0 && strcmp(path, exempt) != 0;
+    if (is_under(path, sensitive_trees[i]) && !below_root && !own_home)
       return refuse(source, path, "host system tree", err);
     if (is_under(sensitive_trees[i], path))
       return refuse(source, path, "contains a host system tree", err);
@@ -117,4 +122,22 @@ int policy_check_bind_source(const char *source, const char *bundle, struct cm_e
     }
   }
   return 0;
+}
+
+int policy_check_bind_source(const char *source, const char *bundle, struct cm_error **err) {
+  return check_source(source, bundle, NULL, err);
+}
+
+int policy_check_cow_source(const char *source, const char *bundle, struct cm_error **err) {
+  /* The passwd entry of the user we run as, not $HOME: HOME=/etc must not make /etc/x "home".
+   * Only a home that is itself one of the system trees (root's /root) needs the exemption; any
+   * other home is judged as before. Another user's tree under /root never matches. */
+  struct passwd *pw = getpwuid(geteuid());
+  char home[PATH_MAX];
+  const char *exempt = NULL;
+  if (pw && pw->pw_dir && pw->pw_dir[0] == '/' && realpath(pw->pw_dir, home))
+    for (size_t i = 0; i < sizeof(sensitive_trees) / sizeof(sensitive_trees[0]) && !exempt; i++)
+      if (strcmp(home, sensitive_trees[i]) == 0)
+        exempt = sensitive_trees[i];
+  return check_source(source, bundle, exempt, err);
 }

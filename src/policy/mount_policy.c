@@ -127,7 +127,7 @@ static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, bool 
                        struct policy_report *r, struct cm_error **err) {
   const char *type = m->type && *m->type ? m->type : "bind";
   if (is_bind(m)) {
-    if (policy_check_bind_source(m->source, bundle, err) < 0)
+    if ((m->cow_lower ? policy_check_cow_source(m->source, bundle, err) : policy_check_bind_source(m->source, bundle, err)) < 0)
       return cm_error_prefix(err, "mounts[%zu] (%s, type bind)", i, m->destination);
     /* A setuid binary or a device node on the host side must not work inside. */
     *changed |= force_option(m, "nosuid", "suid");

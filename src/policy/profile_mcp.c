@@ -294,12 +294,21 @@ static bool has_mount_at(const struct spec *s, const char *dest) {
   return false;
 }
 
+/* The tmpfs goes before the first mount that lies beneath dest: mounts are made in order, so
+ * one appended after a caller's bind at /tmp/work would hide it (the server would find an
+ * empty /tmp there: issue 29). The caller's mounts land on top of ours. */
 static void add_tmpfs(struct spec *s, const char *dest, const char *const *options, struct policy_report *r) {
   struct spec_mount *grown = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*grown));
   if (grown == NULL)
     abort();
   s->mounts = grown;
-  struct spec_mount *m = &s->mounts[s->n_mounts++];
+  size_t at = s->n_mounts, n = strlen(dest);
+  for (size_t i = 0; i < s->n_mounts && at == s->n_mounts; i++)
+    if (strncmp(s->mounts[i].destination, dest, n) == 0 && s->mounts[i].destination[n] == '/')
+      at = i;
+  memmove(&s->mounts[at + 1], &s->mounts[at], (s->n_mounts - at) * sizeof(*grown));
+  s->n_mounts++;
+  struct spec_mount *m = &s->mounts[at];
   *m =
       (struct spec_mount){.destination = xstrdup(dest), .type = xstrdup("tmpfs"), .source = xstrdup("tmpfs")};
   for (; *options; options++)

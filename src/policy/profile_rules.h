@@ -30,5 +30,9 @@ void policy_landlock_derive(const struct spec *s, bool mcp, struct spec_landlock
 /* Refuse a bind mount whose host source is sensitive (bind_policy.c). `source` as written in
  * the config; `bundle` resolves a relative one. */
 int policy_check_bind_source(const char *source, const char *bundle, struct cm_error **err);
+/* The same for the lower layer of a --mount SRC:DST:cow (never mounted writable): a SRC inside
+ * the invoking user's own home (its passwd entry, not $HOME) passes where that home is a host
+ * system tree (/root: root's ~/.npm), still refused when it holds or is credentials. */
+int policy_check_cow_source(const char *source, const char *bundle, struct cm_error **err);
 
 #endif

@@ -54,6 +54,10 @@ struct spec_mount {
   /* Never from JSON: a mount codemode-run made itself after the profile (--host's read-only
    * system directories), whose source the hardening checks (spec.hardening) do not judge. */
   bool trusted;
+  /* Never from JSON: the read-only lower layer of a codemode-run --mount SRC:DST:cow (the
+   * overlay's writes go to a throwaway upper layer, SRC is never mounted writable). The profile
+   * then accepts a SRC inside the invoking user's own home even where that home is /root. */
+  bool cow_lower;
 };
 
 struct spec_rlimit {

@@ -101,6 +101,7 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
   spec_strv_push(&m->options, "nosuid");
   spec_strv_push(&m->options, "nodev");
   spec_mount_decode_options(m);
+  m->cow_lower = mode && strcmp(mode, "cow") == 0;
   return 0;
 }
 

@@ -126,7 +126,7 @@ int supervisor_run_standalone(struct run_options *o) {
   if (s == NULL || (o->image && run_image_prepare(s, o, &image, &err) < 0))
     goto out_err;
   if (o->host)
-    run_host_process(s);
+    run_host_process(s, o);
   size_t config_mounts = s->n_mounts; /* the command line's binds follow */
   if (run_spec_apply_options(s, o, &err) < 0)
     goto out_err;

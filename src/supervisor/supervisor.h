@@ -138,7 +138,8 @@ void run_image_release(struct run_image *img);
  * they are ours, not the caller's). run_host_process: the process env and cwd for it. */
 int run_host_make_root(struct cleanup_plan *plan, char *root, size_t size, struct cm_error **err);
 int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *plan, struct cm_error **err);
-void run_host_process(struct spec *s);
+/* npx/npm/uvx/uv in a container that may reach no host: their offline switch set (run_host.c). */
+void run_host_process(struct spec *s, const struct run_options *o);
 
 /* run_init.c: the container's pid 1 is codemode-init (fd 3, a sealed memfd), the server its
  * child; *preserve_fds becomes 1. */

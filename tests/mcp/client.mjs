@@ -8,11 +8,25 @@
 // STEPS:list,read,write,… : the learn-mode sessions of issue 19 (see the STEPS branch).
 // MEMORY-WRITE NAME: (@modelcontextprotocol/server-memory) create the entity NAME; fails if
 // the server cannot store it. MEMORY-READ NAME: the graph must hold NAME (a second session).
+// --entry FILE NAME in place of COMMAND ARGS: the server is the entry NAME of an MCP client's
+// config FILE (.mcpServers or VS Code's .servers), launched as a client launches it: its
+// command, its args and its env on top of the SDK's default environment (issue 29).
+// FS:DIR (@modelcontextprotocol/server-filesystem serving DIR, read-write): list and read
+// DIR/hello.txt, write DIR/written-PID.txt, and a read outside DIR is refused.
+import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const [mode, command, ...args] = process.argv.slice(2);
-const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
+let [mode, command, ...args] = process.argv.slice(2);
+let env;
+if (command === "--entry") {
+  const config = JSON.parse(readFileSync(args[0], "utf8"));
+  const entry = (config.mcpServers || config.servers)[args[1]];
+  command = entry.command;
+  args = entry.args || [];
+  env = { ...getDefaultEnvironment(), ...(entry.env || {}) };
+}
+const transport = new StdioClientTransport({ command, args, env, stderr: "inherit" });
 const client = new Client({ name: "codemode-test-client", version: "1.0.0" });
 
 function ok(cond, what) {
@@ -73,6 +87,26 @@ if (mode.startsWith("STEPS:")) {
     } else {
       ok(false, `unknown step ${step}`);
     }
+  }
+  await client.close();
+  ok(true, "clean shutdown (stdin closed)");
+  process.exit(0);
+} else if (mode.startsWith("FS:")) {
+  const dir = mode.slice(3);
+  const call = (name, a) => client.callTool({ name, arguments: a }).catch((e) => ({ isError: true, content: [{ text: String(e) }] }));
+  const tools = (await client.listTools()).tools.map((t) => t.name);
+  const read = tools.includes("read_text_file") ? "read_text_file" : "read_file";
+  let r = await call("list_directory", { path: dir });
+  ok(!r.isError && text(r).includes("hello.txt"), `list_directory ${dir}`);
+  r = await call(read, { path: `${dir}/hello.txt` });
+  ok(!r.isError && text(r).includes("hello from the host"), `read ${dir}/hello.txt`);
+  const name = `${dir}/written-${process.pid}.txt`;
+  r = await call("write_file", { path: name, content: "written under codemode" });
+  ok(!r.isError, `write_file ${name} (${text(r).slice(0, 100)})`);
+  console.log(`WROTE ${name}`);
+  for (const outside of ["/etc/passwd", `${dir}/../outside.txt`]) {
+    r = await call(read, { path: outside });
+    ok(r.isError, `read ${outside} refused: ${text(r).slice(0, 100).replace(/\n/g, " ")}`);
   }
   await client.close();
   ok(true, "clean shutdown (stdin closed)");

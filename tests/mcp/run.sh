@@ -31,6 +31,8 @@
 #  17 a second learning session with other tools (create_directory, move_file); merged, both
 #     sessions pass under the merged policy (and the second alone fails under the first policy)
 #  18 the learned seccomp profile allows fewer syscalls than Docker's default (both counted)
+#  then `codemode mcp wrap`/`unwrap` for each client's config shape (tests/mcp/wrap.bash), before
+#  the learn cases
 # CM_MCP_NO_DOCKER=1 runs all but the Docker cases 5-7 (tests/rootless/run.sh, as an unprivileged
 # user: the README's three mcpServers entries, image, --host and bundle, as a normal user).
 # npm packages are cached in tests/mcp/.work (node_modules + npm cache), installed on first use.
@@ -72,7 +74,9 @@ trap cleanup EXIT
 # shellcheck source=tests/lib/tap.sh
 . "$repo/tests/lib/tap.sh"
 
-if [ -n "${CM_MCP_NO_DOCKER:-}" ]; then echo "1..15"; else echo "1..18"; fi
+# shellcheck source=tests/mcp/wrap.bash
+. "$here/wrap.bash"
+if [ -n "${CM_MCP_NO_DOCKER:-}" ]; then echo "1..$((15 + $(wrap_count)))"; else echo "1..$((18 + $(wrap_count)))"; fi
 mkdir -p "$data"
 echo "hello from the host" >"$data/hello.txt"
 "$here/make-node-bundle.sh" "$work/bundle" "$cache/node_modules" >&2 || { echo "Bail out! bundle build failed"; exit 1; }
@@ -410,5 +414,6 @@ else
   fail "Ctrl-C (rc=$rc, expected 130)" "$(tr '\n' '|' <"$work/ctrlc.err")" "${left:-}"
 fi
 
+wrap_cases
 learn_cases
 [ $failed -eq 0 ]

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include "policy/profile.h"
 
@@ -170,6 +172,83 @@ static void test_bind_and_overlay_sources_by_name(void **state) {
       mcp_error("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/tmp/cm-test-subdir\"}", NULL));
 }
 
+/* The profile's /tmp tmpfs goes before a caller's mount beneath /tmp, which would otherwise be
+ * hidden under it (issue 29: server-filesystem found an empty directory). */
+static void test_tmp_tmpfs_goes_under_the_callers_mounts(void **state) {
+  struct spec *s = NULL;
+  assert_null(mcp_error("{\"destination\":\"/tmp/work\",\"type\":\"bind\",\"source\":\"/tmp/cm-test-subdir\","
+                        "\"options\":[\"ro\"]}",
+                        &s));
+  size_t tmp = s->n_mounts, work = s->n_mounts;
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    if (strcmp(s->mounts[i].destination, "/tmp") == 0)
+      tmp = i;
+    if (strcmp(s->mounts[i].destination, "/tmp/work") == 0)
+      work = i;
+  }
+  assert_true(tmp < s->n_mounts && work < s->n_mounts);
+  assert_true(tmp < work);
+  spec_free(s);
+}
+
+/* A bind of SRC as the lower layer of codemode-run's --mount SRC:DST:cow (cow_lower, never from
+ * JSON); NULL when the profile accepts it, else its error. */
+static char *cow_error(const char *source) {
+  char *mount = NULL;
+  if (asprintf(&mount, "{\"destination\":\"/root/.npm\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"ro\"]}",
+               source) < 0)
+    abort();
+  char *json = config_with_mount(mount);
+  free(mount);
+  struct spec *s = load(json);
+  free(json);
+  s->mounts[0].cow_lower = true;
+  struct policy_result r;
+  struct cm_error *err = NULL;
+  char *msg = NULL;
+  if (policy_apply(s, POLICY_PROFILE_MCP, "/nonexistent-bundle", &r, &err) < 0) {
+    msg = strdup(err->msg);
+    cm_error_free(err);
+  } else {
+    policy_result_free(&r);
+  }
+  spec_free(s);
+  return msg;
+}
+
+/* Run by root, ~/.npm is /root/.npm: usable as a :cow lower layer (read only, never written),
+ * still refused as a plain bind, as /root itself, as credentials, and never by way of $HOME. */
+static void test_cow_source_in_roots_own_home(void **state) {
+  if (geteuid() != 0)
+    skip();
+  struct passwd *pw = getpwuid(0);
+  if (pw == NULL || strcmp(pw->pw_dir, "/root") != 0)
+    skip();
+  char *msg = cow_error("/root/.npm");
+  if (msg)
+    print_error("refused: %s\n", msg);
+  assert_null(msg);
+  assert_refused("{\"destination\":\"/x\",\"type\":\"bind\",\"source\":\"/root/.npm\"}",
+                 (const char *const[]){"/root/.npm", "host system tree", NULL});
+  const char *refused[] = {"/root", "/root/.ssh", "/root/.config/gh", "/root/.npmrc", "/etc/ssl", "/proc/1", NULL};
+  for (const char **p = refused; *p; p++) {
+    msg = cow_error(*p);
+    if (msg == NULL)
+      print_error("cow source %s accepted\n", *p);
+    assert_non_null(msg);
+    free(msg);
+  }
+  /* $HOME is the caller's to set: it makes no tree "home". */
+  char *old = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  setenv("HOME", "/etc", 1);
+  msg = cow_error("/etc/ssl");
+  assert_non_null(msg);
+  free(msg);
+  if (old)
+    setenv("HOME", old, 1);
+  free(old);
+}
+
 /* --- update ----------------------------------------------------------------------------------- */
 
 static int update(const char *requested, const char *recorded, const char *json, struct spec_resources *r,
@@ -259,6 +338,8 @@ int main(void) {
       cmocka_unit_test(test_pseudo_filesystems_only_at_their_place),
       cmocka_unit_test(test_kept_mounts_are_tightened),
       cmocka_unit_test(test_bind_and_overlay_sources_by_name),
+      cmocka_unit_test(test_tmp_tmpfs_goes_under_the_callers_mounts),
+      cmocka_unit_test(test_cow_source_in_roots_own_home),
       cmocka_unit_test(test_update_clamps_to_the_profile),
       cmocka_unit_test(test_update_refuses_what_has_no_clamp),
   };
