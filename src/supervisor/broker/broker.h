@@ -17,7 +17,8 @@
  * (intercept.c) that the container trusts through a per-run CA.
  *
  * Files: main.c (start, control protocol, event loop, end), route.c (netlink), conn.c (one TCP
- * connection: handshake, decision, connect, relay), proto.c (parsers: TLS ClientHello, HTTP
+ * connection: life, decision, connect, first bytes; conn.h its state), handshake.c (proxy head,
+ * SOCKS5), relay.c (the relay), addr.c (addresses), proto.c (parsers: TLS ClientHello, HTTP
  * head, SOCKS5), dns.c (the stub, c-ares, the address map), audit.c, intercept.c. */
 #ifndef CM_SUPERVISOR_BROKER_BROKER_H
 #define CM_SUPERVISOR_BROKER_BROKER_H

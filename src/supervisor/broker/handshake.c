@@ -1,0 +1,157 @@
+/* The handshakes before a decision: an HTTP proxy request head (CONNECT, or an absolute-URI
+ * request for plain http://) and a SOCKS5 greeting and CONNECT request. Each ends in
+ * conn_decide_named() or a refusal. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "supervisor/broker/conn.h"
+
+static ssize_t read_more(struct conn *c) {
+  if (c->up_len >= BROKER_HEAD_MAX)
+    return -2;
+  ssize_t n = recv(c->cw.fd, c->up + c->up_len, BROKER_HEAD_MAX - c->up_len, 0);
+  if (n > 0)
+    c->up_len += (size_t)n;
+  return n;
+}
+
+void conn_on_proxy_head(struct broker *b, struct conn *c) {
+  ssize_t n = read_more(c);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    conn_free(b, c);
+    return;
+  }
+  struct proxy_request pr;
+  const char *why = "request head too large";
+  int r = n == -2 ? -1 : proto_proxy_request(c->up, c->up_len, &pr, &why);
+  if (r == 0)
+    return;
+  if (r < 0) {
+    char msg[512];
+    int m = snprintf(msg, sizeof(msg),
+                     "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                     "Content-Length: %zu\r\n\r\ncodemode egress: %s\n",
+                     strlen(why) + 17, why);
+    conn_send_now(c->cw.fd, msg, (size_t)m);
+    conn_free(b, c);
+    return;
+  }
+  snprintf(c->host, sizeof(c->host), "%s", pr.host);
+  c->port = pr.port;
+  if (pr.connect) {
+    c->tunnel = true;
+    if (c->up_len > pr.head_len) {
+      /* Bytes after the CONNECT head, before our 200 (a client that does not wait): kept, and
+       * checked like the tunnel's first bytes. */
+      memmove(c->up, c->up + pr.head_len, c->up_len - pr.head_len);
+      c->up_len -= pr.head_len;
+      c->sniffed = true;
+      if (proto_tls_sni(c->up, c->up_len, c->sni, sizeof(c->sni)) != 1)
+        proto_http_host(c->up, c->up_len, c->http_host, sizeof(c->http_host));
+    } else {
+      c->up_len = 0;
+    }
+    conn_decide_named(b, c);
+    return;
+  }
+  /* GET http://host/…: the origin server gets the rewritten head, then whatever followed it. */
+  size_t rest = c->up_len - pr.head_len;
+  if (pr.rewritten_len + rest > BROKER_BUF) {
+    free(pr.rewritten);
+    conn_free(b, c);
+    return;
+  }
+  uint8_t *tail = malloc(rest ? rest : 1);
+  memcpy(tail, c->up + pr.head_len, rest);
+  memcpy(c->up, pr.rewritten, pr.rewritten_len);
+  memcpy(c->up + pr.rewritten_len, tail, rest);
+  free(tail);
+  c->up_len = pr.rewritten_len + rest;
+  proto_http_host(c->up, c->up_len, c->http_host, sizeof(c->http_host));
+  free(pr.rewritten);
+  c->sniffed = true;
+  c->replied = false;
+  /* A Host header naming another host than the URL must be allowed too. */
+  if (c->http_host[0] && strcmp(c->http_host, c->host) != 0 &&
+      !egress_check_host(&b->policy, c->http_host, c->port).allowed) {
+    conn_deny(b, c, "the Host header names a host no rule allows");
+    return;
+  }
+  conn_decide_named(b, c);
+}
+
+void conn_on_socks(struct broker *b, struct conn *c) {
+  ssize_t n = read_more(c);
+  if (n == 0 || n == -2 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    conn_free(b, c);
+    return;
+  }
+  const uint8_t *p = c->up;
+  if (c->st == CS_SOCKS_GREETING) {
+    if (c->up_len < 2)
+      return;
+    if (p[0] != 5) {
+      conn_free(b, c);
+      return;
+    }
+    size_t need = 2 + (size_t)p[1];
+    if (c->up_len < need)
+      return;
+    bool noauth = memchr(p + 2, 0, p[1]) != NULL;
+    uint8_t reply[2] = {5, noauth ? 0 : 0xff};
+    conn_send_now(c->cw.fd, (const char *)reply, 2);
+    if (!noauth) {
+      conn_free(b, c);
+      return;
+    }
+    memmove(c->up, c->up + need, c->up_len - need);
+    c->up_len -= need;
+    c->st = CS_SOCKS_REQUEST;
+    if (c->up_len == 0)
+      return;
+  }
+  if (c->up_len < 5)
+    return;
+  size_t need;
+  switch (p[3]) {
+  case 1: need = 4 + 4 + 2; break;
+  case 3: need = 4 + 1 + (size_t)p[4] + 2; break;
+  case 4: need = 4 + 16 + 2; break;
+  default:
+    conn_socks_reply(c, 0x08); /* address type not supported */
+    conn_free(b, c);
+    return;
+  }
+  if (c->up_len < need)
+    return;
+  if (p[0] != 5 || p[1] != 1) {
+    conn_socks_reply(c, 0x07); /* only CONNECT: no BIND, no UDP ASSOCIATE (UDP goes nowhere) */
+    conn_free(b, c);
+    return;
+  }
+  c->port = (uint16_t)(p[need - 2] << 8 | p[need - 1]);
+  if (p[3] == 3) {
+    size_t l = p[4];
+    for (size_t i = 0; i < l; i++) {
+      unsigned char ch = p[5 + i];
+      if (!(ch == '-' || ch == '.' || ch == '_' || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'))) {
+        conn_socks_reply(c, 0x04);
+        conn_free(b, c);
+        return;
+      }
+      c->host[i] = (char)(ch | ((ch >= 'A' && ch <= 'Z') ? 0x20 : 0));
+    }
+    c->host[l] = '\0';
+  } else {
+    struct addr a = {.family = p[3] == 1 ? AF_INET : AF_INET6};
+    memcpy(a.bytes, p + 4, p[3] == 1 ? 4 : 16);
+    addr_text(&a, c->host);
+  }
+  c->up_len = 0;
+  c->tunnel = true;
+  conn_decide_named(b, c);
+}
