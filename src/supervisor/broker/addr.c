@@ -50,6 +50,6 @@ const char *addr_text(const struct addr *a, char buf[static 64]) {
 
 bool addr_is_loopback(const struct addr *a) {
   static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-  return (a->family == AF_INET && a->bytes[0] == 127) || (a->family == AF_INET6 && memcmp(a->bytes, v6lo, 16) == 0);
+  return (a->family == AF_INET && a->bytes[0] == 127) ||
+         (a->family == AF_INET6 && memcmp(a->bytes, v6lo, 16) == 0);
 }
-

@@ -34,16 +34,21 @@
 
 #define CONNECT_TIMEOUT 10.0
 #define HANDSHAKE_TIMEOUT 30.0
-/* How long a transparent or tunnelled connection may stay silent before we decide without its
- * first bytes (protocols where the server speaks first: SMTP, SSH, MySQL). */
-#define SNIFF_TIMEOUT 0.3
+/* How long a connection has to send its first bytes (a ClientHello, a request head) once we
+ * wait for them. At the end it is closed, never relayed: the name decides, not a timer. */
+#define FIRST_BYTES_TIMEOUT 10.0
+/* A CIDR rule allows an address whatever the client says: a client silent this long under one
+ * speaks a protocol where the server speaks first (SSH, SMTP), relayed by that rule alone. */
+#define SERVER_FIRST_GRACE 0.3
 #define MAX_CONNS 1024
 
 
 static void on_client(struct broker *b, struct watch *w, uint32_t ev);
 static void on_upstream(struct broker *b, struct watch *w, uint32_t ev);
 static void start_connect(struct broker *b, struct conn *c);
-static void after_sniff(struct broker *b, struct conn *c);
+static void on_sniff(struct broker *b, struct conn *c);
+static void decide_first(struct broker *b, struct conn *c);
+static void decide_addr(struct broker *b, struct conn *c, const char *name);
 
 /* --- life and death ---------------------------------------------------------------------------- */
 
@@ -107,6 +112,7 @@ void conn_reap(struct broker *b) {
     b->graveyard = c->next;
     free(c->up);
     free(c->down);
+    free(c->h1);
     free(c);
   }
 }
@@ -128,17 +134,33 @@ void conn_socks_reply(struct conn *c, uint8_t rep) {
   conn_send_now(c->cw.fd, (const char *)r, sizeof(r));
 }
 
+void conn_http_refusal(int fd, int status, const char *what, const char *reason) {
+  char body[1024], msg[1400];
+  int bl = snprintf(body, sizeof(body), "codemode egress: %s%s%s\n", what ? what : "", what ? " refused: " : "", reason);
+  if (bl >= (int)sizeof(body))
+    bl = (int)sizeof(body) - 1;
+  int n = snprintf(msg, sizeof(msg),
+                   "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                   "X-Codemode-Egress: denied\r\nContent-Length: %d\r\n\r\n%.*s",
+                   status == 400 ? "400 Bad Request" : "403 Forbidden", bl, bl, body);
+  conn_send_now(fd, msg, (size_t)(n < (int)sizeof(msg) ? n : (int)sizeof(msg) - 1));
+}
+
+void conn_refuse_request(struct broker *b, struct conn *c, int status, const char *http_host, const char *reason) {
+  if (http_host && http_host != c->http_host)
+    snprintf(c->http_host, sizeof(c->http_host), "%s", http_host);
+  conn_record(b, c, false, reason);
+  conn_http_refusal(c->cw.fd, status, NULL, reason);
+  conn_free(b, c);
+}
+
 /* Refuse: record it, tell the client in its protocol's words, close. */
 void conn_deny(struct broker *b, struct conn *c, const char *reason) {
   conn_record(b, c, false, reason);
   if (strcmp(c->via, "proxy") == 0 && !c->replied) {
-    char body[768], msg[1024];
-    int bl = snprintf(body, sizeof(body), "codemode egress: %s:%u refused: %s\n", c->host, c->port, reason);
-    int n = snprintf(msg, sizeof(msg),
-                     "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                     "X-Codemode-Egress: denied\r\nContent-Length: %d\r\n\r\n%s",
-                     bl, body);
-    conn_send_now(c->cw.fd, msg, (size_t)n);
+    char what[300];
+    snprintf(what, sizeof(what), "%s:%u", c->host, c->port);
+    conn_http_refusal(c->cw.fd, 403, what, reason);
   } else if (strcmp(c->via, "socks") == 0 && !c->replied) {
     conn_socks_reply(c, 0x02); /* connection not allowed by ruleset */
   } else {
@@ -200,6 +222,12 @@ void conn_accept(struct broker *b, struct listener *l) {
     if (l->role == EGRESS_SOCK_HTTP_PROXY) {
       c->via = "proxy";
       c->st = CS_PROXY_HEAD;
+      c->h1 = malloc(sizeof(*c->h1));
+      if (c->h1 == NULL) {
+        conn_free(b, c);
+        return;
+      }
+      http1_stream_init(c->h1);
     } else if (l->role == EGRESS_SOCK_SOCKS) {
       c->via = "socks";
       c->st = CS_SOCKS_GREETING;
@@ -213,8 +241,9 @@ void conn_accept(struct broker *b, struct listener *l) {
       addr_from_sockaddr(&c->dst, (struct sockaddr *)&local, &c->port);
       c->have_dst = true;
       addr_text(&c->dst, c->host); /* until a name is known */
+      c->cidr_ok = egress_check_addr(&b->policy, c->dst.family, c->dst.bytes, c->port).allowed;
       c->st = CS_SNIFF;
-      c->deadline = c->started + SNIFF_TIMEOUT;
+      c->deadline = c->started + (c->cidr_ok ? SERVER_FIRST_GRACE : FIRST_BYTES_TIMEOUT);
     }
     /* Edge-triggered while we only peek: the bytes stay in the socket, a level trigger would
      * fire for them again and again. */
@@ -239,6 +268,10 @@ void conn_decide_named(struct broker *b, struct conn *c) {
     c->dst = a;
     c->have_dst = true;
     c->named = false;
+    if (!c->tunnel) { /* http://ADDRESS/ through the proxy: the address alone decides */
+      decide_addr(b, c, NULL);
+      return;
+    }
     if (strcmp(c->via, "proxy") == 0) {
       static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
       conn_send_now(c->cw.fd, ok, sizeof(ok) - 1);
@@ -246,10 +279,13 @@ void conn_decide_named(struct broker *b, struct conn *c) {
       conn_socks_reply(c, 0);
     }
     c->replied = true;
+    c->cidr_ok = egress_check_addr(&b->policy, a.family, a.bytes, c->port).allowed;
     c->st = CS_SNIFF;
-    c->deadline = now_mono() + SNIFF_TIMEOUT;
+    c->deadline = now_mono() + (c->cidr_ok ? SERVER_FIRST_GRACE : FIRST_BYTES_TIMEOUT);
     c->cw_ev = 0;
     conn_set_interest(b, &c->cw, &c->cw_ev, EPOLLIN | EPOLLET);
+    if (c->up_len)
+      on_sniff(b, c); /* bytes that came with the CONNECT head: the tunnel's first */
     return;
   }
   c->named = true;
@@ -302,52 +338,69 @@ void conn_resolved(struct broker *b, struct conn *c, const struct addr *addrs, s
   start_connect(b, c);
 }
 
-/* The address path, after the peek. */
-static void decide_addr(struct broker *b, struct conn *c) {
+/* Refused on the first bytes: an HTTP client is told in HTTP, the others by the protocol's way. */
+static void refuse_first(struct broker *b, struct conn *c, const char *reason) {
+  if (c->http)
+    conn_refuse_request(b, c, 403, c->http_host, reason);
+  else
+    conn_deny(b, c, reason);
+}
+
+/* The address path, on the first bytes: name is the SNI or Host (NULL: none). */
+static void decide_addr(struct broker *b, struct conn *c, const char *name) {
   if (addr_is_loopback(&c->dst)) {
-    conn_deny(b, c, "a loopback destination");
+    refuse_first(b, c, "a loopback destination");
     return;
   }
+  char t[64], reason[512];
+  addr_text(&c->dst, t);
   struct egress_verdict cidr = egress_check_addr(&b->policy, c->dst.family, c->dst.bytes, c->port);
   if (!cidr.allowed && cidr.rule) {
     c->rule = cidr.rule->text;
-    conn_deny(b, c, "denied by rule");
+    refuse_first(b, c, "denied by rule");
     return;
   }
-  const char *name = c->sni[0] ? c->sni : c->http_host[0] ? c->http_host : NULL;
   if (name) {
-    snprintf(c->host, sizeof(c->host), "%s", name);
     struct egress_verdict v = egress_check_host(&b->policy, name, c->port);
+    bool given_out = v.allowed && dns_map_has(b, &c->dst, name);
+    /* The host the record names is one the broker verified: the stub gave out this address for
+     * it. A name the client merely claims stays in the sni / http_host field, the host is the
+     * address (learning turns an allowed record's host into a rule: learn.c). */
+    snprintf(c->host, sizeof(c->host), "%s", given_out || !cidr.allowed ? name : t);
     if (!v.allowed && v.rule) { /* deny wins, over a CIDR rule too */
       c->rule = v.rule->text;
-      conn_deny(b, c, "denied by rule");
+      refuse_first(b, c, "denied by rule");
       return;
     }
-    if (cidr.allowed) {
-      c->rule = cidr.rule->text;
-    } else if (!v.allowed) {
-      conn_deny(b, c, "no rule allows this host and port");
-      return;
-    } else if (!dns_map_has(b, &c->dst, name)) {
+    if (given_out) {
       c->rule = v.rule->text;
-      char reason[384], t[64];
-      snprintf(reason, sizeof(reason), "%s is not an address the DNS stub gave out for %s", addr_text(&c->dst, t), name);
-      conn_deny(b, c, reason);
+    } else if (cidr.allowed) {
+      /* A CIDR rule allows the address, not any name a client puts on it: a name the stub did
+       * not give out for it is a lie that learning would otherwise turn into a host rule. */
+      c->rule = cidr.rule->text;
+      snprintf(reason, sizeof(reason), "the %s names %s, which the DNS stub did not give out for %s (a CIDR rule allows the address, not that name)",
+               c->tls ? "TLS SNI" : "Host header", name, t);
+      refuse_first(b, c, reason);
+      return;
+    } else if (!v.allowed) {
+      refuse_first(b, c, "no rule allows this host and port");
       return;
     } else {
       c->rule = v.rule->text;
+      snprintf(reason, sizeof(reason), "%s is not an address the DNS stub gave out for %s", t, name);
+      refuse_first(b, c, reason);
+      return;
     }
   } else if (cidr.allowed) {
     c->rule = cidr.rule->text;
   } else {
-    struct egress_verdict v = {0};
-    const char *mapped = dns_map_allowed_name(b, &c->dst, c->port, &v);
-    if (mapped == NULL) {
-      conn_deny(b, c, "a raw address: no SNI or Host, no name from the DNS stub, no CIDR rule");
-      return;
-    }
-    snprintf(c->host, sizeof(c->host), "%s", mapped);
-    c->rule = v.rule->text;
+    /* No name to check (TLS without SNI, HTTP without Host, another protocol): the address alone,
+     * and only a CIDR rule allows an address. */
+    refuse_first(b, c, c->tls    ? "a raw address: TLS without SNI, and no CIDR rule allows the address"
+                       : c->http ? "a raw address: HTTP without a Host header, and no CIDR rule allows the address"
+                       : c->other && c->sniffed ? "a raw address: neither TLS nor HTTP, and only a CIDR rule (--allow-cidr) allows other protocols"
+                                                : "a raw address: no SNI or Host, and no CIDR rule");
+    return;
   }
   c->cands[0] = c->dst;
   c->n_cands = 1;
@@ -408,11 +461,16 @@ static void connected(struct broker *b, struct conn *c) {
     c->replied = true;
   }
   if (c->named && !c->sniffed) {
+    /* Nothing is relayed until the first bytes are seen and agree with the name. */
+    const struct addr *a = &c->cands[c->next_cand - 1];
+    c->cidr_ok = egress_check_addr(&b->policy, a->family, a->bytes, c->port).allowed;
     c->st = CS_SNIFF;
-    c->deadline = now_mono() + SNIFF_TIMEOUT;
+    c->deadline = now_mono() + (c->cidr_ok ? SERVER_FIRST_GRACE : FIRST_BYTES_TIMEOUT);
     conn_set_interest(b, &c->uw, &c->uw_ev, 0);
     c->cw_ev = 0;
     conn_set_interest(b, &c->cw, &c->cw_ev, EPOLLIN | EPOLLET);
+    if (c->up_len)
+      on_sniff(b, c); /* bytes that came with the CONNECT head: the tunnel's first */
     return;
   }
   enter_relay(b, c);
@@ -431,6 +489,15 @@ static void enter_relay(struct broker *b, struct conn *c) {
     conn_free(b, c);
     return;
   }
+  if (c->http && c->h1 == NULL) {
+    c->h1 = malloc(sizeof(*c->h1));
+    if (c->h1 == NULL) {
+      conn_free(b, c);
+      return;
+    }
+    http1_stream_init(c->h1);
+    c->up_ok = 0; /* the first head again, read this time, and every one after it */
+  }
   c->st = CS_RELAY;
   c->deadline = 0;
   c->cw_ev = c->uw_ev = 0xffffffff; /* force the first set_interest */
@@ -438,50 +505,143 @@ static void enter_relay(struct broker *b, struct conn *c) {
 }
 
 
-/* Peek at the first bytes: a TLS ClientHello (its SNI), an HTTP request (its Host), or neither. */
-static void on_sniff(struct broker *b, struct conn *c, bool timed_out) {
-  uint8_t buf[BROKER_HEAD_MAX];
-  ssize_t n = timed_out ? 0 : recv(c->cw.fd, buf, sizeof(buf), MSG_PEEK);
-  if (!timed_out) {
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-      conn_free(b, c); /* the client went away before saying anything */
+/* The first bytes, before anything is relayed: a TLS ClientHello (its SNI), an HTTP request (its
+ * head, whole and well-formed), or neither. They are peeked, so that the interceptor or the relay
+ * finds them still in the socket; bytes that came with the CONNECT head are in up already, and
+ * what follows them is read after them. */
+static void on_sniff(struct broker *b, struct conn *c) {
+  uint8_t peek[BROKER_HEAD_MAX];
+  const uint8_t *buf = peek;
+  size_t n;
+  if (c->up_len) {
+    for (;;) { /* edge-triggered: read until the socket is empty */
+      ssize_t r = c->up_len < BROKER_HEAD_MAX ? recv(c->cw.fd, c->up + c->up_len, BROKER_HEAD_MAX - c->up_len, 0) : -1;
+      if (r > 0) {
+        c->up_len += (size_t)r;
+        continue;
+      }
+      if (r == 0 || (c->up_len < BROKER_HEAD_MAX && errno != EAGAIN && errno != EINTR)) {
+        conn_free(b, c); /* the client went away before it said enough */
+        return;
+      }
+      break;
+    }
+    buf = c->up;
+    n = c->up_len;
+  } else {
+    ssize_t r = recv(c->cw.fd, peek, sizeof(peek), MSG_PEEK);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+      conn_free(b, c);
       return;
     }
-    if (n < 0)
+    if (r < 0)
       return;
-    int t = proto_tls_sni(buf, (size_t)n, c->sni, sizeof(c->sni));
-    int h = t == 1 ? -1 : proto_http_host(buf, (size_t)n, c->http_host, sizeof(c->http_host));
-    if ((t == 0 || h == 0) && (size_t)n < sizeof(buf))
-      return; /* more to come */
+    n = (size_t)r;
   }
-  c->sniffed = true;
-  after_sniff(b, c);
+  int t = proto_tls_sni(buf, n, c->sni, sizeof(c->sni));
+  if (t == 0 && n < BROKER_HEAD_MAX)
+    return; /* more of the ClientHello to come */
+  if (t == 1) {
+    c->tls = true;
+    decide_first(b, c);
+    return;
+  }
+  int h = http1_looks_like(buf, n);
+  if (h == 0)
+    return;
+  if (h == 1) {
+    struct http1_request rq;
+    const char *why = NULL;
+    int r = http1_peek(buf, n, &rq, &why);
+    if (r == 0)
+      return; /* the head is not complete yet */
+    c->http = true;
+    if (r < 0) {
+      char reason[320];
+      snprintf(reason, sizeof(reason), "a malformed or ambiguous HTTP request: %s", why);
+      conn_refuse_request(b, c, 400, NULL, reason);
+      return;
+    }
+    if (rq.connect || (rq.absolute && (!rq.has_host || strcmp(rq.url_host, rq.host) != 0))) {
+      conn_refuse_request(b, c, 400, rq.has_host ? rq.host : rq.url_host,
+                          rq.connect ? "a malformed or ambiguous HTTP request: CONNECT inside a connection"
+                                     : "a malformed or ambiguous HTTP request: the Host header names another host than the URL");
+      return;
+    }
+    snprintf(c->http_host, sizeof(c->http_host), "%s", rq.host);
+    if (rq.host_port && rq.host_port != c->port) {
+      conn_refuse_request(b, c, 403, rq.host, "the Host header names another port than the connection's");
+      return;
+    }
+    decide_first(b, c);
+    return;
+  }
+  c->other = true;
+  decide_first(b, c);
 }
 
-static void after_sniff(struct broker *b, struct conn *c) {
+/* No first bytes by the deadline: under a CIDR rule a server-first protocol, relayed by that
+ * rule; otherwise closed. */
+static void sniff_timeout(struct broker *b, struct conn *c) {
+  c->deadline = 0;
+  if (c->cidr_ok) {
+    c->other = true;
+    decide_first(b, c);
+    return;
+  }
+  conn_deny(b, c, "no TLS ClientHello or HTTP request head within 10 s (other protocols need a CIDR rule)");
+}
+
+/* The first bytes are known: decide on them. */
+static void decide_first(struct broker *b, struct conn *c) {
+  c->sniffed = true;
   /* Back to level-triggered: from here the bytes are read, not peeked. */
   c->cw_ev = 0;
   conn_set_interest(b, &c->cw, &c->cw_ev, 0);
+  const char *name = c->tls ? c->sni : c->http ? c->http_host : "";
+  char t[64];
+  if (name[0] && c->have_dst && strcmp(name, addr_text(&c->dst, t)) == 0)
+    name = ""; /* an address where a name goes: no name */
   if (!c->named) {
-    decide_addr(b, c);
+    decide_addr(b, c, name[0] ? name : NULL);
     return;
   }
-  /* Inside an allowed tunnel: a TLS SNI or an HTTP Host naming another host must be allowed on
-   * this port too (the tunnel to an allowed host's address must not carry a request for a host
-   * the allowlist does not have). */
-  const char *other[2] = {c->sni, c->http_host};
-  for (int i = 0; i < 2; i++) {
-    if (other[i][0] && strcasecmp(other[i], c->host) != 0) {
-      struct egress_verdict v = egress_check_host(&b->policy, other[i], c->port);
-      if (!v.allowed) {
-        conn_deny(b, c, i == 0 ? "the TLS SNI names a host no rule allows" : "the Host header names a host no rule allows");
-        return;
-      }
+  /* A tunnel to a name the broker resolved and connected to: what is inside must be for that
+   * name, else the tunnel to an allowed host's address carries a request for another. */
+  char reason[768];
+  if (c->other) {
+    if (!c->cidr_ok) {
+      conn_deny(b, c, "neither TLS nor HTTP: only a CIDR rule (--allow-cidr) allows other protocols");
+      return;
+    }
+  } else if (name[0] == '\0') {
+    if (!c->cidr_ok) {
+      conn_deny(b, c, c->tls ? "TLS without SNI: a host rule needs the name in the ClientHello"
+                             : "an HTTP request without a Host header: a host rule needs the name");
+      return;
+    }
+  } else if (strcmp(name, c->host) != 0) {
+    const struct addr *a = &c->cands[c->next_cand - 1];
+    struct egress_verdict v = egress_check_host(&b->policy, name, c->port);
+    if (!v.allowed && v.rule) {
+      c->rule = v.rule->text;
+      conn_deny(b, c, "denied by rule");
+      return;
+    }
+    /* The TLS SNI may name another allowed host served at the same address, one the stub gave
+     * out for it (a certificate for several names); an HTTP Host must be the tunnel's. */
+    if (c->http || !v.allowed || !dns_map_has(b, a, name)) {
+      snprintf(reason, sizeof(reason), "the %s names %s, not the tunnel's host %s", c->tls ? "TLS SNI" : "Host header",
+               name, c->host);
+      if (c->http)
+        conn_refuse_request(b, c, 403, name, reason);
+      else
+        conn_deny(b, c, reason);
+      return;
     }
   }
   enter_relay(b, c);
 }
-
 
 static void on_client(struct broker *b, struct watch *w, uint32_t ev) {
   struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, cw));
@@ -491,7 +651,7 @@ static void on_client(struct broker *b, struct watch *w, uint32_t ev) {
   case CS_PROXY_HEAD: conn_on_proxy_head(b, c); return;
   case CS_SOCKS_GREETING:
   case CS_SOCKS_REQUEST: conn_on_socks(b, c); return;
-  case CS_SNIFF: on_sniff(b, c, false); return;
+  case CS_SNIFF: on_sniff(b, c); return;
   case CS_RELAY: conn_relay(b, c); return;
   default:
     /* Resolving or connecting: we do not read. A client that hung up is dropped now (epoll
@@ -552,10 +712,11 @@ void conn_check_deadlines(struct broker *b, double now) {
     struct conn *next = c->next;
     if (c->deadline > 0 && now >= c->deadline) {
       if (c->st == CS_SNIFF) {
-        c->deadline = 0;
-        on_sniff(b, c, true);
+        sniff_timeout(b, c);
       } else if (c->st == CS_CONNECTING) {
         upstream_failed(b, c, "connect", ETIMEDOUT);
+      } else if (c->st == CS_RELAY && c->refuse_status) {
+        conn_finish_refusal(b, c);
       } else if (c->st != CS_RESOLVING) {
         conn_free(b, c); /* a handshake that never finished */
       }

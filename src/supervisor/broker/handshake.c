@@ -26,61 +26,47 @@ void conn_on_proxy_head(struct broker *b, struct conn *c) {
     return;
   }
   struct proxy_request pr;
-  const char *why = "request head too large";
-  int r = n == -2 ? -1 : proto_proxy_request(c->up, c->up_len, &pr, &why);
+  const char *why = "a request head over 16 KiB";
+  int r = n == -2 ? -1 : proto_proxy_request(c->h1, c->up, c->up_len, &pr, &why);
   if (r == 0)
     return;
   if (r < 0) {
-    char msg[512];
-    int m = snprintf(msg, sizeof(msg),
-                     "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                     "Content-Length: %zu\r\n\r\ncodemode egress: %s\n",
-                     strlen(why) + 17, why);
-    conn_send_now(c->cw.fd, msg, (size_t)m);
-    conn_free(b, c);
+    char reason[320];
+    snprintf(reason, sizeof(reason), "a malformed or ambiguous HTTP request: %s", why);
+    snprintf(c->host, sizeof(c->host), "%s", n == -2 ? "" : pr.host);
+    c->port = n == -2 ? 0 : pr.port;
+    conn_refuse_request(b, c, 400, n == -2 ? NULL : pr.http_host, reason);
     return;
   }
   snprintf(c->host, sizeof(c->host), "%s", pr.host);
   c->port = pr.port;
   if (pr.connect) {
     c->tunnel = true;
-    if (c->up_len > pr.head_len) {
-      /* Bytes after the CONNECT head, before our 200 (a client that does not wait): kept, and
-       * checked like the tunnel's first bytes. */
-      memmove(c->up, c->up + pr.head_len, c->up_len - pr.head_len);
-      c->up_len -= pr.head_len;
-      c->sniffed = true;
-      if (proto_tls_sni(c->up, c->up_len, c->sni, sizeof(c->sni)) != 1)
-        proto_http_host(c->up, c->up_len, c->http_host, sizeof(c->http_host));
-    } else {
-      c->up_len = 0;
-    }
+    free(c->h1); /* what the tunnel carries is parsed on its own, if it is HTTP */
+    c->h1 = NULL;
+    /* Bytes after the CONNECT head, before our 200 (a client that does not wait): kept, and
+     * parsed as the tunnel's first bytes once it is open (conn.c, on_sniff). */
+    memmove(c->up, c->up + pr.head_len, c->up_len - pr.head_len);
+    c->up_len -= pr.head_len;
     conn_decide_named(b, c);
     return;
   }
-  /* GET http://host/…: the origin server gets the rewritten head, then whatever followed it. */
+  /* GET http://host/…: the origin server gets the rewritten head, then whatever followed it,
+   * each later request decided in its turn (relay.c, conn_gate). */
   size_t rest = c->up_len - pr.head_len;
   if (pr.rewritten_len + rest > BROKER_BUF) {
     free(pr.rewritten);
     conn_free(b, c);
     return;
   }
-  uint8_t *tail = malloc(rest ? rest : 1);
-  memcpy(tail, c->up + pr.head_len, rest);
+  memmove(c->up + pr.rewritten_len, c->up + pr.head_len, rest);
   memcpy(c->up, pr.rewritten, pr.rewritten_len);
-  memcpy(c->up + pr.rewritten_len, tail, rest);
-  free(tail);
   c->up_len = pr.rewritten_len + rest;
-  proto_http_host(c->up, c->up_len, c->http_host, sizeof(c->http_host));
+  c->up_ok = pr.rewritten_len;
   free(pr.rewritten);
-  c->sniffed = true;
+  snprintf(c->http_host, sizeof(c->http_host), "%s", pr.host);
+  c->http = c->proxy_http = c->sniffed = true;
   c->replied = false;
-  /* A Host header naming another host than the URL must be allowed too. */
-  if (c->http_host[0] && strcmp(c->http_host, c->host) != 0 &&
-      !egress_check_host(&b->policy, c->http_host, c->port).allowed) {
-    conn_deny(b, c, "the Host header names a host no rule allows");
-    return;
-  }
   conn_decide_named(b, c);
 }
 
@@ -138,7 +124,8 @@ void conn_on_socks(struct broker *b, struct conn *c) {
     size_t l = p[4];
     for (size_t i = 0; i < l; i++) {
       unsigned char ch = p[5 + i];
-      if (!(ch == '-' || ch == '.' || ch == '_' || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'))) {
+      if (!(ch == '-' || ch == '.' || ch == '_' || (ch >= '0' && ch <= '9') ||
+            ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'))) {
         conn_socks_reply(c, 0x04);
         conn_free(b, c);
         return;
@@ -151,7 +138,9 @@ void conn_on_socks(struct broker *b, struct conn *c) {
     memcpy(a.bytes, p + 4, p[3] == 1 ? 4 : 16);
     addr_text(&a, c->host);
   }
-  c->up_len = 0;
+  /* Bytes after the request (a client that does not wait for our reply): the tunnel's first. */
+  memmove(c->up, c->up + need, c->up_len - need);
+  c->up_len -= need;
   c->tunnel = true;
   conn_decide_named(b, c);
 }
