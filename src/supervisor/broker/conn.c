@@ -616,8 +616,10 @@ static void decide_first(struct broker *b, struct conn *c) {
     }
   } else if (name[0] == '\0') {
     if (!c->cidr_ok) {
-      conn_deny(b, c, c->tls ? "TLS without SNI: a host rule needs the name in the ClientHello"
-                             : "an HTTP request without a Host header: a host rule needs the name");
+      if (c->http)
+        conn_refuse_request(b, c, 400, NULL, "an HTTP request without a Host header: a host rule needs the name");
+      else
+        conn_deny(b, c, "TLS without SNI: a host rule needs the name in the ClientHello");
       return;
     }
   } else if (strcmp(name, c->host) != 0) {
@@ -730,6 +732,10 @@ void conn_close_all(struct broker *b, const char *why) {
     struct conn *c = b->conns;
     /* One last move: a client that read its answer and exited has closed by now. */
     if (c->st == CS_RELAY && conn_pump(c)) {
+      if (c->refuse_status) {
+        conn_finish_refusal(b, c);
+        continue;
+      }
       conn_record(b, c, true, NULL);
       conn_free(b, c);
       continue;
