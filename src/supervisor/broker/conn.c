@@ -6,20 +6,29 @@
  *
  * then, by what is known:
  *   a name (CONNECT, SOCKS name, URL):  rule check → resolve here → guard every address →
- *       connect → reply to the client → peek its first bytes: a TLS SNI or HTTP Host that
- *       names another host must be allowed too → relay
- *   an address (transparent, SOCKS or CONNECT to an IP):  reply → peek the first bytes for
- *       the SNI or Host → decide (below) → connect to that same address → relay
+ *       connect → reply to the client → wait for its first bytes (bytes that came with the
+ *       CONNECT are the first): a TLS SNI must be the name (or another allowed name the stub
+ *       gave out for the address connected to), an HTTP Host must be the name → relay
+ *   an address (transparent, SOCKS or CONNECT to an IP):  reply → wait for the first bytes, the
+ *       SNI or Host → decide (below) → connect to that same address → relay
  *
- * Deciding for an address D on port P with a name N (SNI, else Host, else the name the DNS stub
- * gave out for D): a deny rule for N or D wins; a CIDR rule allowing D:P lets it through; else
- * N must be allowed on P and D must be an address the stub answered for N (so a client cannot
- * pick its own address for an allowed name: no pinning to an internal address, no domain
- * fronting onto another IP). No name at all and no CIDR rule: refused (a raw-IP connect).
+ * Nothing is relayed before the first bytes are seen and agree: a connection that sends none by
+ * its deadline is closed, not relayed (issue 25: a timer that opened it was a bypass). Only
+ * under a CIDR rule for the address is a client silent for SERVER_FIRST_GRACE relayed without
+ * them (a server-first protocol: that rule allows the address whatever name comes later).
  *
+ * Deciding for an address D on port P with a name N (SNI, else Host): a deny rule for N or D
+ * wins; N must be allowed on P and D an address the stub answered for N (so a client cannot pick
+ * its own address for an allowed name: no pinning to an internal address, no domain fronting
+ * onto another IP); under a CIDR rule allowing D:P a name is not needed, but one that is given
+ * must pass the same test (a lie would become a host rule when learned). No name, or bytes that
+ * are neither TLS nor HTTP, and no CIDR rule: refused.
+ *
+ * Plain HTTP is then relayed request by request (relay.c): each later head decided as it comes.
  * The client's bytes are only peeked (MSG_PEEK) before the decision, so nothing of them has
  * been consumed when the relay, or the TLS interceptor, takes over. A refused connection gets a
- * 403 (proxy), SOCKS reply 2 (not allowed by ruleset), or a reset: never a timeout. */
+ * 403 (proxy, or an HTTP client anywhere; 400 for a malformed request), SOCKS reply 2 (not
+ * allowed by ruleset), or a reset. */
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <errno.h>
