@@ -105,8 +105,11 @@ GET_EVIL='GET /hello HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n'
   [[ "$output" == "HTTP 1.1 400 Bad Request"* ]]
   hostile http-tunnel plain.allowed.test:80 0 0 'GET /hello HTTP/1.1\r\nHost: plain.allowed.test\r\nHost: evil.test\r\nConnection: close\r\n\r\n'
   [[ "$output" == *"HTTP 1.1 400 Bad Request"* ]]
+  # An absolute-form target inside a tunnel names its own authority: it must agree with the Host.
+  hostile http-tunnel plain.allowed.test:80 0 0 'GET http://evil.test/hello HTTP/1.1\r\nHost: plain.allowed.test\r\nConnection: close\r\n\r\n'
+  [[ "$output" == *"HTTP 1.1 400 Bad Request"* ]]
   [ "$(reached plain.allowed.test)" -eq 0 ] && [ "$(reached evil.test)" -eq 0 ]
-  [ "$(audit_count '.event == "connect" and .decision == "deny" and (.reason | startswith("a malformed or ambiguous HTTP request"))')" -eq 8 ]
+  [ "$(audit_count '.event == "connect" and .decision == "deny" and (.reason | startswith("a malformed or ambiguous HTTP request"))')" -eq 9 ]
 }
 
 @test "bytes that are neither TLS nor HTTP go only where a CIDR rule allows the address and port" {

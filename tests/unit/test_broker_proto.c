@@ -85,6 +85,10 @@ static void test_http1_head(void **state) {
   assert_true(rq.complete);
   assert_int_equal(http1_peek((const uint8_t *)req, 20, &rq, &why), 0);
   assert_int_equal(http1_peek((const uint8_t *)"\x16\x03\x01", 3, &rq, &why), -1);
+  /* Another protocol's verb is not HTTP: it goes where a CIDR rule allows, not to a 400. */
+  assert_int_equal(http1_looks_like((const uint8_t *)"PING raw\r\n", 10), -1);
+  assert_int_equal(http1_looks_like((const uint8_t *)"OPTIONS * HTTP/1.1", 18), 1);
+  assert_int_equal(http1_looks_like((const uint8_t *)"POS", 3), 0);
   const char *nohost = "GET / HTTP/1.0\r\n\r\n";
   assert_int_equal(http1_peek((const uint8_t *)nohost, strlen(nohost), &rq, &why), 1);
   assert_false(rq.has_host);

@@ -571,7 +571,8 @@ static void on_sniff(struct broker *b, struct conn *c) {
       conn_refuse_request(b, c, 400, NULL, reason);
       return;
     }
-    if (rq.connect || (rq.absolute && (!rq.has_host || strcmp(rq.url_host, rq.host) != 0))) {
+    if (rq.connect || (rq.absolute && (!rq.has_host || strcmp(rq.url_host, rq.host) != 0 ||
+                                         (rq.url_port && rq.url_port != c->port)))) {
       conn_refuse_request(b, c, 400, rq.has_host ? rq.host : rq.url_host,
                           rq.connect ? "a malformed or ambiguous HTTP request: CONNECT inside a connection"
                                      : "a malformed or ambiguous HTTP request: the Host header names another host than the URL");
@@ -729,7 +730,9 @@ void conn_check_deadlines(struct broker *b, double now) {
       } else if (c->st == CS_RELAY && c->refuse_status) {
         conn_finish_refusal(b, c);
       } else if (c->st != CS_RESOLVING) {
-        conn_free(b, c); /* a handshake that never finished */
+        /* a handshake that never finished */
+        conn_record(b, c, false, "the proxy or SOCKS handshake did not complete within 30 s");
+        conn_free(b, c);
       }
     }
     c = next;

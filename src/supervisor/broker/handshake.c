@@ -109,6 +109,7 @@ void conn_on_socks(struct broker *b, struct conn *c) {
   case 4: need = 4 + 16 + 2; break;
   default:
     conn_socks_reply(c, 0x08); /* address type not supported */
+    conn_record(b, c, false, "a SOCKS request with an unknown address type");
     conn_free(b, c);
     return;
   }
@@ -116,6 +117,7 @@ void conn_on_socks(struct broker *b, struct conn *c) {
     return;
   if (p[0] != 5 || p[1] != 1) {
     conn_socks_reply(c, 0x07); /* only CONNECT: no BIND, no UDP ASSOCIATE (UDP goes nowhere) */
+    conn_record(b, c, false, "a SOCKS command other than CONNECT");
     conn_free(b, c);
     return;
   }
@@ -127,6 +129,7 @@ void conn_on_socks(struct broker *b, struct conn *c) {
       if (!(ch == '-' || ch == '.' || ch == '_' || (ch >= '0' && ch <= '9') ||
             ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'))) {
         conn_socks_reply(c, 0x04);
+        conn_record(b, c, false, "a SOCKS host name that is not a DNS name");
         conn_free(b, c);
         return;
       }

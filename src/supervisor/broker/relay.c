@@ -115,7 +115,7 @@ void conn_gate(struct conn *c) {
     /* Every request names the host the connection was decided for (its first request's). */
     bool same = rq.has_host ? strcmp(rq.host, c->http_host) == 0 : c->http_host[0] == '\0';
     if (!same || (rq.host_port && rq.host_port != c->port) ||
-        (rq.absolute && strcmp(rq.url_host, rq.host) != 0)) {
+        (rq.absolute && (strcmp(rq.url_host, rq.host) != 0 || (rq.url_port && rq.url_port != c->port)))) {
       refuse(c, 403, rq.has_host ? rq.host : rq.url_host,
              "the Host header names %s, not this connection's host %s", rq.has_host ? rq.host : "nothing",
              c->http_host[0] ? c->http_host : "(none)");
