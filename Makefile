@@ -112,9 +112,10 @@ $(B)/codemode-image: $(IMAGE_OBJS) $(B)/libcodemode.a
 # per-run CA, secrets substituted for a bound host) is codemode-broker-tls.so, loaded only by a
 # broker that has a secret to substitute: libssl and libcrypto were most of every broker's
 # loader time (measured, issue 16). It calls back into the broker for the four symbols exported.
+# Every plain-HTTP request it relays is parsed by nodejs' http-parser (libhttp-parser, issue 25).
 BROKER_SRCS := $(sort $(filter-out %/intercept.c,$(wildcard src/supervisor/broker/*.c)))
 BROKER_OBJS := $(BROKER_SRCS:%.c=$(B)/%.o)
-BROKER_LIBS := -lcares -lmnl -lpthread
+BROKER_LIBS := -lcares -lmnl -lhttp_parser -lpthread
 BROKER_EXPORTS := -Wl,--export-dynamic-symbol=audit_write -Wl,--export-dynamic-symbol=now_mono \
                   -Wl,--export-dynamic-symbol=proto_substitute_header -Wl,--export-dynamic-symbol=egress_host_matches
 $(B)/libbroker.a: $(filter-out %/main.o,$(BROKER_OBJS))

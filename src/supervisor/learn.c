@@ -95,7 +95,8 @@ static const char *sv(yajl_val v) {
 }
 
 /* The broker's records since `start` (schema v1): each allowed connection's host and port is an
- * allow rule; each refused one a denial while learning. */
+ * allow rule (a host the broker checked end to end, or an address a CIDR rule let through); each
+ * refused one a denial while learning. */
 static void hosts_from_audit_log(struct learn_session *l, int fd, off_t start) {
   if (fd < 0)
     return;
@@ -117,7 +118,7 @@ static void hosts_from_audit_log(struct learn_session *l, int fd, off_t start) {
     if (v == NULL)
       continue;
     yajl_val event = jfind(v, "event"), decision = jfind(v, "decision"), host = jfind(v, "host"),
-             port = jfind(v, "port"), time = jfind(v, "time");
+             port = jfind(v, "port"), time = jfind(v, "time"), sni = jfind(v, "sni"), http_host = jfind(v, "http_host");
     if (strcmp(sv(event), "connect") == 0 && sv(decision)[0] && sv(host)[0] && YAJL_IS_INTEGER(port)) {
       struct learned_seen seen = {.count = 1, .run = 1};
       snprintf(seen.first, sizeof(seen.first), "%s", sv(time));
@@ -126,6 +127,13 @@ static void hosts_from_audit_log(struct learn_session *l, int fd, off_t start) {
       unsigned char addr[16];
       /* A connection a CIDR rule let through names an address, not a host. */
       bool v4 = inet_pton(AF_INET, sv(host), addr) == 1, v6 = !v4 && inet_pton(AF_INET6, sv(host), addr) == 1;
+      /* A host rule only for a name the broker verified: it records as host the name it resolved
+       * itself or gave out for the address, the name the client sent in the sni / http_host
+       * field. A record where they differ is not learned as the client's name (a server that
+       * behaves while learned must not grant itself egress): it is listed as a denial. */
+      if (allowed && !v4 && !v6 &&
+          ((sv(sni)[0] && strcmp(sv(sni), sv(host)) != 0) || (sv(http_host)[0] && strcmp(sv(http_host), sv(host)) != 0)))
+        allowed = false;
       if (allowed && (v4 || v6))
         snprintf(text, sizeof(text), "allow-cidr %s/%d:%lld", sv(host), v4 ? 32 : 128,
                  YAJL_GET_INTEGER(port));

@@ -108,6 +108,18 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$(audit_count '.event == "connect" and .decision == "allow" and .via == "transparent" and .http_host == "plain.allowed.test"')" -eq 1 ]
 }
 
+@test "rootless egress: a second request on the same connection naming another host is refused (issue 25)" {
+  # curl keeps the connection to plain.allowed.test:80 alive and sends its second request on it,
+  # with another Host: the broker decides each request, not only the connection's first.
+  egress --allow-host plain.allowed.test:80 -- /usr/bin/curl -sS -m 20 --noproxy '*' http://plain.allowed.test/hello \
+    --next -sS -m 20 --noproxy '*' -H 'Host: evil.test' http://plain.allowed.test/hello
+  [ "${lines[0]}" = "hello from plain.allowed.test" ]
+  [[ "${lines[1]}" == "codemode egress: the Host header names evil.test, not this connection's host plain.allowed.test" ]]
+  [ "$(audit_count '.event == "connect" and .decision == "deny" and .via == "transparent" and .http_host == "evil.test"')" -eq 1 ]
+  [ "$(audit_count '.event == "connect" and .decision == "allow" and .http_host == "plain.allowed.test"')" -eq 1 ]
+  ! grep -q '"host": "evil.test"' "$LAB_DIR/requests.log"
+}
+
 @test "rootless egress: another host is refused (proxy 403, NXDOMAIN, raw address reset), audited, nothing reaches it" {
   egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 https://evil.test/hello
   [ "$status" -eq 56 ]

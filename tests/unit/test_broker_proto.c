@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "supervisor/broker/broker.h"
+#include "supervisor/broker/http1.h"
 
 /* A ClientHello with the given SNI (NULL: no extension), as `records` TLS records. */
 static size_t client_hello(uint8_t *out, const char *sni, int records) {
@@ -73,25 +74,89 @@ static void test_sni(void **state) {
   assert_int_equal(proto_tls_sni(buf, n, sni, sizeof(sni)), -1);
 }
 
-static void test_http_host(void **state) {
+static void test_http1_head(void **state) {
   (void)state;
-  char host[256];
+  struct http1_request rq;
+  const char *why = NULL;
   const char *req = "GET /x HTTP/1.1\r\nUser-Agent: t\r\nhost:  Plain.Allowed.test:8080 \r\n\r\n";
-  assert_int_equal(proto_http_host((const uint8_t *)req, strlen(req), host, sizeof(host)), 1);
-  assert_string_equal(host, "plain.allowed.test");
-  assert_int_equal(proto_http_host((const uint8_t *)req, 20, host, sizeof(host)), 0);
-  assert_int_equal(proto_http_host((const uint8_t *)"\x16\x03\x01", 3, host, sizeof(host)), -1);
+  assert_int_equal(http1_peek((const uint8_t *)req, strlen(req), &rq, &why), 1);
+  assert_string_equal(rq.host, "plain.allowed.test");
+  assert_int_equal(rq.host_port, 8080);
+  assert_true(rq.complete);
+  assert_int_equal(http1_peek((const uint8_t *)req, 20, &rq, &why), 0);
+  assert_int_equal(http1_peek((const uint8_t *)"\x16\x03\x01", 3, &rq, &why), -1);
+  /* Another protocol's verb is not HTTP: it goes where a CIDR rule allows, not to a 400. */
+  assert_int_equal(http1_looks_like((const uint8_t *)"PING raw\r\n", 10), -1);
+  assert_int_equal(http1_looks_like((const uint8_t *)"OPTIONS * HTTP/1.1", 18), 1);
+  assert_int_equal(http1_looks_like((const uint8_t *)"POS", 3), 0);
   const char *nohost = "GET / HTTP/1.0\r\n\r\n";
-  assert_int_equal(proto_http_host((const uint8_t *)nohost, strlen(nohost), host, sizeof(host)), 1);
-  assert_string_equal(host, "");
+  assert_int_equal(http1_peek((const uint8_t *)nohost, strlen(nohost), &rq, &why), 1);
+  assert_false(rq.has_host);
+  /* The shapes a smuggler uses, each refused with a reason. */
+  static const char *const bad[] = {
+      "GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a.test\r\nX: a\r\n b\r\n\r\n",
+      "GET / HTTP/1.1\nHost: a.test\n\n",
+      "GET / HTTP/1.1\r\nHost: a.test\rX: y\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost : a.test\r\n\r\n",
+      "GET / HTTP/1.1\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
+      "\r\nGET / HTTP/1.1\r\nHost: a.test\r\n\r\n",
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    why = NULL;
+    assert_int_equal(http1_peek((const uint8_t *)bad[i], strlen(bad[i]), &rq, &why), -1);
+    assert_non_null(why);
+  }
+}
+
+/* Pipelined requests: each head found where the previous message (its body) ends. */
+static void test_http1_stream(void **state) {
+  (void)state;
+  const char *two = "POST /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4\r\n\r\nGET GET /b HTTP/1.1\r\nHost: b.test\r\n\r\n";
+  const uint8_t *p = (const uint8_t *)two;
+  size_t len = strlen(two);
+  struct http1_stream s;
+  http1_stream_init(&s);
+  struct http1_request rq;
+  const char *why = NULL;
+  assert_int_equal(http1_head(&s, p, len, &rq, &why), 1);
+  assert_false(rq.complete);
+  size_t off = rq.head_len;
+  bool done = false;
+  assert_int_equal(http1_body(&s, p + off, 2, &done, &why), 2); /* the body, in pieces */
+  assert_false(done);
+  off += 2;
+  assert_int_equal(http1_body(&s, p + off, len - off, &done, &why), 2);
+  assert_true(done);
+  off += 2;
+  assert_int_equal(http1_head(&s, p + off, len - off, &rq, &why), 1);
+  assert_string_equal(rq.host, "b.test");
+  /* A chunked body, then a request after one that closes the connection: refused. */
+  const char *ch = "POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                   "3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\nHost: b.test\r\n\r\n";
+  p = (const uint8_t *)ch;
+  len = strlen(ch);
+  http1_stream_init(&s);
+  assert_int_equal(http1_head(&s, p, len, &rq, &why), 1);
+  off = rq.head_len;
+  ssize_t n = http1_body(&s, p + off, len - off, &done, &why);
+  assert_true(done);
+  assert_int_equal(n, 13);
+  off += (size_t)n;
+  assert_int_equal(http1_head(&s, p + off, len - off, &rq, &why), -1);
 }
 
 static void test_proxy_request(void **state) {
   (void)state;
   struct proxy_request pr;
+  struct http1_stream st;
   const char *why = NULL;
   const char *c = "CONNECT api.allowed.test:8443 HTTP/1.1\r\nHost: api.allowed.test:8443\r\n\r\n\x16\x03";
-  assert_int_equal(proto_proxy_request((const uint8_t *)c, strlen(c), &pr, &why), 1);
+  assert_int_equal(proto_proxy_request((http1_stream_init(&st), &st), (const uint8_t *)c, strlen(c), &pr, &why), 1);
   assert_true(pr.connect);
   assert_string_equal(pr.host, "api.allowed.test");
   assert_int_equal(pr.port, 8443);
@@ -100,7 +165,7 @@ static void test_proxy_request(void **state) {
   const char *g = "GET http://Plain.allowed.test/a/b?c=d HTTP/1.1\r\nHost: plain.allowed.test\r\n"
                   "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\n"
                   "Accept: */*\r\n\r\nBODY";
-  assert_int_equal(proto_proxy_request((const uint8_t *)g, strlen(g), &pr, &why), 1);
+  assert_int_equal(proto_proxy_request((http1_stream_init(&st), &st), (const uint8_t *)g, strlen(g), &pr, &why), 1);
   assert_false(pr.connect);
   assert_string_equal(pr.host, "plain.allowed.test");
   assert_int_equal(pr.port, 80);
@@ -108,7 +173,7 @@ static void test_proxy_request(void **state) {
                                     "Connection: close\r\n\r\n");
   free(pr.rewritten);
   const char *nohost = "GET http://[2001:db8::1]:81 HTTP/1.0\r\n\r\n";
-  assert_int_equal(proto_proxy_request((const uint8_t *)nohost, strlen(nohost), &pr, &why), 1);
+  assert_int_equal(proto_proxy_request((http1_stream_init(&st), &st), (const uint8_t *)nohost, strlen(nohost), &pr, &why), 1);
   assert_string_equal(pr.host, "2001:db8::1");
   assert_int_equal(pr.port, 81);
   assert_string_equal(pr.rewritten, "GET / HTTP/1.0\r\nHost: [2001:db8::1]:81\r\nConnection: close\r\n\r\n");
@@ -122,10 +187,10 @@ static void test_proxy_request(void **state) {
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     why = NULL;
-    assert_int_equal(proto_proxy_request((const uint8_t *)bad[i], strlen(bad[i]), &pr, &why), -1);
+    assert_int_equal(proto_proxy_request((http1_stream_init(&st), &st), (const uint8_t *)bad[i], strlen(bad[i]), &pr, &why), -1);
     assert_non_null(why);
   }
-  assert_int_equal(proto_proxy_request((const uint8_t *)"GET http://x.test/ HTTP/1.1\r\nA: b\r\n", 35, &pr, &why), 0);
+  assert_int_equal(proto_proxy_request((http1_stream_init(&st), &st), (const uint8_t *)"GET http://x.test/ HTTP/1.1\r\nA: b\r\n", 35, &pr, &why), 0);
 }
 
 static void test_substitute(void **state) {
@@ -151,7 +216,8 @@ static void test_substitute(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sni),
-      cmocka_unit_test(test_http_host),
+      cmocka_unit_test(test_http1_head),
+      cmocka_unit_test(test_http1_stream),
       cmocka_unit_test(test_proxy_request),
       cmocka_unit_test(test_substitute),
   };

@@ -17,8 +17,9 @@
  * (intercept.c) that the container trusts through a per-run CA.
  *
  * Files: main.c (start, control protocol, event loop, end), route.c (netlink), conn.c (one TCP
- * connection: handshake, decision, connect, relay), proto.c (parsers: TLS ClientHello, HTTP
- * head, SOCKS5), dns.c (the stub, c-ares, the address map), audit.c, intercept.c. */
+ * connection: life, decision, connect, first bytes; conn.h its state), handshake.c (proxy head,
+ * SOCKS5), relay.c (the relay), addr.c (addresses), proto.c (TLS ClientHello, the proxy
+ * request's rewrite), http1.c (the HTTP/1 parser), dns.c (the stub, c-ares, the address map), audit.c, intercept.c. */
 #ifndef CM_SUPERVISOR_BROKER_BROKER_H
 #define CM_SUPERVISOR_BROKER_BROKER_H
 
@@ -136,19 +137,22 @@ void dns_shutdown(struct broker *b);
 
 /* proto.c: parsers, each on the bytes received so far. 1: complete, 0: need more, -1: not it. */
 int proto_tls_sni(const uint8_t *buf, size_t len, char *sni, size_t sni_len);
-int proto_http_host(const uint8_t *buf, size_t len, char *host, size_t host_len);
-/* An HTTP proxy request head (up to and including CRLFCRLF, at *head_len). CONNECT: *connect
- * set, host and port from the authority. Otherwise an absolute http:// URI; *rewritten gets the
- * head the origin server receives: origin-form target, Connection: close, no Proxy-* headers. */
+/* An HTTP proxy request head, parsed by the connection's http1 stream (http1.h), up to and
+ * including its blank line (*head_len). CONNECT: *connect set, host and port from the authority.
+ * Otherwise an absolute http:// URL whose Host header, if any, names the same host and port;
+ * *rewritten gets the head the origin server receives: origin-form target, Connection: close, no
+ * Proxy-* headers. host and http_host are filled as far as the head was read, refused or not. */
 struct proxy_request {
   bool connect;
-  char host[256];
+  char host[256], http_host[256];
   uint16_t port;
   char *rewritten; /* malloc'd; NULL for CONNECT */
   size_t rewritten_len;
   size_t head_len;
 };
-int proto_proxy_request(const uint8_t *buf, size_t len, struct proxy_request *out, const char **why);
+struct http1_stream;
+int proto_proxy_request(struct http1_stream *s, const uint8_t *buf, size_t len, struct proxy_request *out,
+                        const char **why);
 /* Replace every occurrence of `placeholder` in the values of header `header` with `value`, and
  * force Connection: close. Returns a malloc'd head (NUL-terminated) and its length. */
 char *proto_substitute_header(const char *head, size_t len, const char *header, const char *placeholder,

@@ -6,20 +6,29 @@
  *
  * then, by what is known:
  *   a name (CONNECT, SOCKS name, URL):  rule check → resolve here → guard every address →
- *       connect → reply to the client → peek its first bytes: a TLS SNI or HTTP Host that
- *       names another host must be allowed too → relay
- *   an address (transparent, SOCKS or CONNECT to an IP):  reply → peek the first bytes for
- *       the SNI or Host → decide (below) → connect to that same address → relay
+ *       connect → reply to the client → wait for its first bytes (bytes that came with the
+ *       CONNECT are the first): a TLS SNI must be the name (or another allowed name the stub
+ *       gave out for the address connected to), an HTTP Host must be the name → relay
+ *   an address (transparent, SOCKS or CONNECT to an IP):  reply → wait for the first bytes, the
+ *       SNI or Host → decide (below) → connect to that same address → relay
  *
- * Deciding for an address D on port P with a name N (SNI, else Host, else the name the DNS stub
- * gave out for D): a deny rule for N or D wins; a CIDR rule allowing D:P lets it through; else
- * N must be allowed on P and D must be an address the stub answered for N (so a client cannot
- * pick its own address for an allowed name: no pinning to an internal address, no domain
- * fronting onto another IP). No name at all and no CIDR rule: refused (a raw-IP connect).
+ * Nothing is relayed before the first bytes are seen and agree: a connection that sends none by
+ * its deadline is closed, not relayed (issue 25: a timer that opened it was a bypass). Only
+ * under a CIDR rule for the address is a client silent for SERVER_FIRST_GRACE relayed without
+ * them (a server-first protocol: that rule allows the address whatever name comes later).
  *
+ * Deciding for an address D on port P with a name N (SNI, else Host): a deny rule for N or D
+ * wins; N must be allowed on P and D an address the stub answered for N (so a client cannot pick
+ * its own address for an allowed name: no pinning to an internal address, no domain fronting
+ * onto another IP); under a CIDR rule allowing D:P a name is not needed, but one that is given
+ * must pass the same test (a lie would become a host rule when learned). No name, or bytes that
+ * are neither TLS nor HTTP, and no CIDR rule: refused.
+ *
+ * Plain HTTP is then relayed request by request (relay.c): each later head decided as it comes.
  * The client's bytes are only peeked (MSG_PEEK) before the decision, so nothing of them has
  * been consumed when the relay, or the TLS interceptor, takes over. A refused connection gets a
- * 403 (proxy), SOCKS reply 2 (not allowed by ruleset), or a reset: never a timeout. */
+ * 403 (proxy, or an HTTP client anywhere; 400 for a malformed request), SOCKS reply 2 (not
+ * allowed by ruleset), or a reset. */
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <errno.h>
@@ -30,120 +39,36 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "supervisor/broker/broker.h"
+#include "supervisor/broker/conn.h"
 
 #define CONNECT_TIMEOUT 10.0
 #define HANDSHAKE_TIMEOUT 30.0
-/* How long a transparent or tunnelled connection may stay silent before we decide without its
- * first bytes (protocols where the server speaks first: SMTP, SSH, MySQL). */
-#define SNIFF_TIMEOUT 0.3
+/* How long a connection has to send its first bytes (a ClientHello, a request head) once we
+ * wait for them. At the end it is closed, never relayed: the name decides, not a timer. */
+#define FIRST_BYTES_TIMEOUT 10.0
+/* A CIDR rule allows an address whatever the client says: a client silent this long under one
+ * speaks a protocol where the server speaks first (SSH, SMTP), relayed by that rule alone. */
+#define SERVER_FIRST_GRACE 0.3
 #define MAX_CONNS 1024
 
-enum conn_state {
-  CS_PROXY_HEAD,
-  CS_SOCKS_GREETING,
-  CS_SOCKS_REQUEST,
-  CS_RESOLVING,
-  CS_CONNECTING,
-  CS_SNIFF,
-  CS_RELAY,
-};
-
-struct conn {
-  struct conn *next, *prev;
-  struct watch cw, uw; /* the client's and the upstream's sockets */
-  uint32_t cw_ev, uw_ev;
-  const char *via;
-  enum conn_state st;
-  bool named;   /* the client named the host (CONNECT, SOCKS name, URL) */
-  bool tunnel;  /* CONNECT or SOCKS: a success reply is owed once the upstream is connected */
-  bool unlinked; /* taken off the list at shutdown, freed by its pending lookup */
-  bool closed;   /* its sockets are closed; freed after this round of events (conn_reap) */
-  bool replied; /* the CONNECT / SOCKS success reply is queued: we are inside the tunnel */
-  bool dead;    /* closed while a resolution was pending */
-  bool sniffed;
-  char host[256];
-  uint16_t port;
-  struct addr dst; /* the address the client asked for (address path) */
-  bool have_dst;
-  struct addr cands[16];
-  size_t n_cands, next_cand;
-  char sni[256], http_host[256];
-  const char *rule;
-  char upstream_text[64];
-  uint8_t *up, *down; /* client → upstream, upstream → client */
-  size_t up_len, down_len;
-  bool client_eof, upstream_eof, upstream_shut, client_shut;
-  long long bytes_up, bytes_down;
-  double started, deadline;
-};
 
 static void on_client(struct broker *b, struct watch *w, uint32_t ev);
 static void on_upstream(struct broker *b, struct watch *w, uint32_t ev);
 static void start_connect(struct broker *b, struct conn *c);
-static void after_sniff(struct broker *b, struct conn *c);
-
-/* --- addresses --------------------------------------------------------------------------------- */
-
-void addr_from_sockaddr(struct addr *a, const struct sockaddr *sa, uint16_t *port) {
-  memset(a, 0, sizeof(*a));
-  if (sa->sa_family == AF_INET) {
-    const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-    a->family = AF_INET;
-    memcpy(a->bytes, &s4->sin_addr, 4);
-    *port = ntohs(s4->sin_port);
-    return;
-  }
-  const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-  static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  *port = ntohs(s6->sin6_port);
-  /* A dual-stack listener reports IPv4 clients as ::ffff:a.b.c.d: keep them IPv4. */
-  if (memcmp(&s6->sin6_addr, mapped, 12) == 0) {
-    a->family = AF_INET;
-    memcpy(a->bytes, (const uint8_t *)&s6->sin6_addr + 12, 4);
-    return;
-  }
-  a->family = AF_INET6;
-  memcpy(a->bytes, &s6->sin6_addr, 16);
-}
-
-void addr_to_sockaddr(const struct addr *a, uint16_t port, struct sockaddr_storage *ss, socklen_t *len) {
-  memset(ss, 0, sizeof(*ss));
-  if (a->family == AF_INET) {
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons(port);
-    memcpy(&s4->sin_addr, a->bytes, 4);
-    *len = sizeof(*s4);
-    return;
-  }
-  struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-  s6->sin6_family = AF_INET6;
-  s6->sin6_port = htons(port);
-  memcpy(&s6->sin6_addr, a->bytes, 16);
-  *len = sizeof(*s6);
-}
-
-const char *addr_text(const struct addr *a, char buf[static 64]) {
-  inet_ntop(a->family, a->bytes, buf, 64);
-  return buf;
-}
-
-bool addr_is_loopback(const struct addr *a) {
-  static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-  return (a->family == AF_INET && a->bytes[0] == 127) || (a->family == AF_INET6 && memcmp(a->bytes, v6lo, 16) == 0);
-}
+static void on_sniff(struct broker *b, struct conn *c);
+static void decide_first(struct broker *b, struct conn *c);
+static void decide_addr(struct broker *b, struct conn *c, const char *name);
 
 /* --- life and death ---------------------------------------------------------------------------- */
 
-static void set_interest(struct broker *b, struct watch *w, uint32_t *cur, uint32_t want) {
+void conn_set_interest(struct broker *b, struct watch *w, uint32_t *cur, uint32_t want) {
   if (w->fd < 0 || *cur == want)
     return;
   broker_rewatch(b, w, want);
   *cur = want;
 }
 
-static void record(struct broker *b, struct conn *c, bool allowed, const char *reason) {
+void conn_record(struct broker *b, struct conn *c, bool allowed, const char *reason) {
   struct audit_record r = {.event = "connect",
                            .decision = allowed ? "allow" : "deny",
                            .via = c->via,
@@ -165,7 +90,7 @@ static void record(struct broker *b, struct conn *c, bool allowed, const char *r
 
 /* Close now, free later: the same round of epoll events may still hold the other socket's
  * event for this connection, and its handler must find it marked closed, not freed. */
-static void conn_free(struct broker *b, struct conn *c) {
+void conn_free(struct broker *b, struct conn *c) {
   if (c->closed)
     return;
   c->closed = true;
@@ -196,6 +121,7 @@ void conn_reap(struct broker *b) {
     b->graveyard = c->next;
     free(c->up);
     free(c->down);
+    free(c->h1);
     free(c);
   }
 }
@@ -207,29 +133,45 @@ static void reset_client(struct conn *c) {
     setsockopt(c->cw.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 }
 
-static void send_now(int fd, const char *s, size_t n) {
+void conn_send_now(int fd, const char *s, size_t n) {
   ssize_t r = send(fd, s, n, MSG_DONTWAIT | MSG_NOSIGNAL);
   (void)r; /* a refusal that cannot be delivered is still a refusal */
 }
 
-static void socks_reply(struct conn *c, uint8_t rep) {
+void conn_socks_reply(struct conn *c, uint8_t rep) {
   uint8_t r[10] = {5, rep, 0, 1, 0, 0, 0, 0, 0, 0};
-  send_now(c->cw.fd, (const char *)r, sizeof(r));
+  conn_send_now(c->cw.fd, (const char *)r, sizeof(r));
+}
+
+void conn_http_refusal(int fd, int status, const char *what, const char *reason) {
+  char body[1024], msg[1400];
+  int bl = snprintf(body, sizeof(body), "codemode egress: %s%s%s\n", what ? what : "", what ? " refused: " : "", reason);
+  if (bl >= (int)sizeof(body))
+    bl = (int)sizeof(body) - 1;
+  int n = snprintf(msg, sizeof(msg),
+                   "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                   "X-Codemode-Egress: denied\r\nContent-Length: %d\r\n\r\n%.*s",
+                   status == 400 ? "400 Bad Request" : "403 Forbidden", bl, bl, body);
+  conn_send_now(fd, msg, (size_t)(n < (int)sizeof(msg) ? n : (int)sizeof(msg) - 1));
+}
+
+void conn_refuse_request(struct broker *b, struct conn *c, int status, const char *http_host, const char *reason) {
+  if (http_host && http_host != c->http_host)
+    snprintf(c->http_host, sizeof(c->http_host), "%s", http_host);
+  conn_record(b, c, false, reason);
+  conn_http_refusal(c->cw.fd, status, NULL, reason);
+  conn_free(b, c);
 }
 
 /* Refuse: record it, tell the client in its protocol's words, close. */
-static void deny(struct broker *b, struct conn *c, const char *reason) {
-  record(b, c, false, reason);
+void conn_deny(struct broker *b, struct conn *c, const char *reason) {
+  conn_record(b, c, false, reason);
   if (strcmp(c->via, "proxy") == 0 && !c->replied) {
-    char body[768], msg[1024];
-    int bl = snprintf(body, sizeof(body), "codemode egress: %s:%u refused: %s\n", c->host, c->port, reason);
-    int n = snprintf(msg, sizeof(msg),
-                     "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                     "X-Codemode-Egress: denied\r\nContent-Length: %d\r\n\r\n%s",
-                     bl, body);
-    send_now(c->cw.fd, msg, (size_t)n);
+    char what[300];
+    snprintf(what, sizeof(what), "%s:%u", c->host, c->port);
+    conn_http_refusal(c->cw.fd, 403, what, reason);
   } else if (strcmp(c->via, "socks") == 0 && !c->replied) {
-    socks_reply(c, 0x02); /* connection not allowed by ruleset */
+    conn_socks_reply(c, 0x02); /* connection not allowed by ruleset */
   } else {
     reset_client(c);
   }
@@ -240,16 +182,16 @@ static void deny(struct broker *b, struct conn *c, const char *reason) {
 static void upstream_failed(struct broker *b, struct conn *c, const char *what, int e) {
   char reason[256];
   snprintf(reason, sizeof(reason), "%s: %s", what, strerror(e));
-  record(b, c, true, reason);
+  conn_record(b, c, true, reason);
   if (strcmp(c->via, "proxy") == 0 && !c->replied) {
     char msg[512];
     int n = snprintf(msg, sizeof(msg),
                      "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n"
                      "Content-Length: %zu\r\n\r\n%s\n",
                      strlen(reason) + 1, reason);
-    send_now(c->cw.fd, msg, (size_t)n);
+    conn_send_now(c->cw.fd, msg, (size_t)n);
   } else if (strcmp(c->via, "socks") == 0 && !c->replied) {
-    socks_reply(c, e == ECONNREFUSED ? 0x05 : 0x04);
+    conn_socks_reply(c, e == ECONNREFUSED ? 0x05 : 0x04);
   } else {
     reset_client(c);
   }
@@ -289,6 +231,12 @@ void conn_accept(struct broker *b, struct listener *l) {
     if (l->role == EGRESS_SOCK_HTTP_PROXY) {
       c->via = "proxy";
       c->st = CS_PROXY_HEAD;
+      c->h1 = malloc(sizeof(*c->h1));
+      if (c->h1 == NULL) {
+        conn_free(b, c);
+        return;
+      }
+      http1_stream_init(c->h1);
     } else if (l->role == EGRESS_SOCK_SOCKS) {
       c->via = "socks";
       c->st = CS_SOCKS_GREETING;
@@ -302,8 +250,9 @@ void conn_accept(struct broker *b, struct listener *l) {
       addr_from_sockaddr(&c->dst, (struct sockaddr *)&local, &c->port);
       c->have_dst = true;
       addr_text(&c->dst, c->host); /* until a name is known */
+      c->cidr_ok = egress_check_addr(&b->policy, c->dst.family, c->dst.bytes, c->port).allowed;
       c->st = CS_SNIFF;
-      c->deadline = c->started + SNIFF_TIMEOUT;
+      c->deadline = c->started + (c->cidr_ok ? SERVER_FIRST_GRACE : FIRST_BYTES_TIMEOUT);
     }
     /* Edge-triggered while we only peek: the bytes stay in the socket, a level trigger would
      * fire for them again and again. */
@@ -318,7 +267,7 @@ void conn_accept(struct broker *b, struct listener *l) {
 /* --- the decision -------------------------------------------------------------------------------- */
 
 /* The name path: the client named host:port. */
-static void decide_named(struct broker *b, struct conn *c) {
+void conn_decide_named(struct broker *b, struct conn *c) {
   struct in6_addr probe;
   if (inet_pton(AF_INET, c->host, &probe) == 1 || inet_pton(AF_INET6, c->host, &probe) == 1) {
     /* An address, not a name: decided like a transparent connection, once its first bytes
@@ -328,28 +277,35 @@ static void decide_named(struct broker *b, struct conn *c) {
     c->dst = a;
     c->have_dst = true;
     c->named = false;
+    if (!c->tunnel) { /* http://ADDRESS/ through the proxy: the address alone decides */
+      decide_addr(b, c, NULL);
+      return;
+    }
     if (strcmp(c->via, "proxy") == 0) {
       static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-      send_now(c->cw.fd, ok, sizeof(ok) - 1);
+      conn_send_now(c->cw.fd, ok, sizeof(ok) - 1);
     } else {
-      socks_reply(c, 0);
+      conn_socks_reply(c, 0);
     }
     c->replied = true;
+    c->cidr_ok = egress_check_addr(&b->policy, a.family, a.bytes, c->port).allowed;
     c->st = CS_SNIFF;
-    c->deadline = now_mono() + SNIFF_TIMEOUT;
+    c->deadline = now_mono() + (c->cidr_ok ? SERVER_FIRST_GRACE : FIRST_BYTES_TIMEOUT);
     c->cw_ev = 0;
-    set_interest(b, &c->cw, &c->cw_ev, EPOLLIN | EPOLLET);
+    conn_set_interest(b, &c->cw, &c->cw_ev, EPOLLIN | EPOLLET);
+    if (c->up_len)
+      on_sniff(b, c); /* bytes that came with the CONNECT head: the tunnel's first */
     return;
   }
   c->named = true;
   struct egress_verdict v = egress_check_host(&b->policy, c->host, c->port);
   c->rule = v.rule ? v.rule->text : NULL;
   if (!v.allowed) {
-    deny(b, c, v.rule ? "denied by rule" : "no rule allows this host and port");
+    conn_deny(b, c, v.rule ? "denied by rule" : "no rule allows this host and port");
     return;
   }
   c->st = CS_RESOLVING;
-  set_interest(b, &c->cw, &c->cw_ev, 0);
+  conn_set_interest(b, &c->cw, &c->cw_ev, 0);
   dns_resolve_for(b, c, c->host);
 }
 
@@ -382,7 +338,7 @@ void conn_resolved(struct broker *b, struct conn *c, const struct addr *addrs, s
     else
       snprintf(reason, sizeof(reason), "does not resolve (%s)", status == ARES_SUCCESS ? "no address" : ares_strerror(status));
     if (refused[0])
-      deny(b, c, reason);
+      conn_deny(b, c, reason);
     else
       upstream_failed(b, c, reason, EHOSTUNREACH);
     return;
@@ -391,52 +347,69 @@ void conn_resolved(struct broker *b, struct conn *c, const struct addr *addrs, s
   start_connect(b, c);
 }
 
-/* The address path, after the peek. */
-static void decide_addr(struct broker *b, struct conn *c) {
+/* Refused on the first bytes: an HTTP client is told in HTTP, the others by the protocol's way. */
+static void refuse_first(struct broker *b, struct conn *c, const char *reason) {
+  if (c->http)
+    conn_refuse_request(b, c, 403, c->http_host, reason);
+  else
+    conn_deny(b, c, reason);
+}
+
+/* The address path, on the first bytes: name is the SNI or Host (NULL: none). */
+static void decide_addr(struct broker *b, struct conn *c, const char *name) {
   if (addr_is_loopback(&c->dst)) {
-    deny(b, c, "a loopback destination");
+    refuse_first(b, c, "a loopback destination");
     return;
   }
+  char t[64], reason[512];
+  addr_text(&c->dst, t);
   struct egress_verdict cidr = egress_check_addr(&b->policy, c->dst.family, c->dst.bytes, c->port);
   if (!cidr.allowed && cidr.rule) {
     c->rule = cidr.rule->text;
-    deny(b, c, "denied by rule");
+    refuse_first(b, c, "denied by rule");
     return;
   }
-  const char *name = c->sni[0] ? c->sni : c->http_host[0] ? c->http_host : NULL;
   if (name) {
-    snprintf(c->host, sizeof(c->host), "%s", name);
     struct egress_verdict v = egress_check_host(&b->policy, name, c->port);
+    bool given_out = v.allowed && dns_map_has(b, &c->dst, name);
+    /* The host the record names is one the broker verified: the stub gave out this address for
+     * it. A name the client merely claims stays in the sni / http_host field, the host is the
+     * address (learning turns an allowed record's host into a rule: learn.c). */
+    snprintf(c->host, sizeof(c->host), "%s", given_out || !cidr.allowed ? name : t);
     if (!v.allowed && v.rule) { /* deny wins, over a CIDR rule too */
       c->rule = v.rule->text;
-      deny(b, c, "denied by rule");
+      refuse_first(b, c, "denied by rule");
       return;
     }
-    if (cidr.allowed) {
-      c->rule = cidr.rule->text;
-    } else if (!v.allowed) {
-      deny(b, c, "no rule allows this host and port");
-      return;
-    } else if (!dns_map_has(b, &c->dst, name)) {
+    if (given_out) {
       c->rule = v.rule->text;
-      char reason[384], t[64];
-      snprintf(reason, sizeof(reason), "%s is not an address the DNS stub gave out for %s", addr_text(&c->dst, t), name);
-      deny(b, c, reason);
+    } else if (cidr.allowed) {
+      /* A CIDR rule allows the address, not any name a client puts on it: a name the stub did
+       * not give out for it is a lie that learning would otherwise turn into a host rule. */
+      c->rule = cidr.rule->text;
+      snprintf(reason, sizeof(reason), "the %s names %s, which the DNS stub did not give out for %s (a CIDR rule allows the address, not that name)",
+               c->tls ? "TLS SNI" : "Host header", name, t);
+      refuse_first(b, c, reason);
+      return;
+    } else if (!v.allowed) {
+      refuse_first(b, c, "no rule allows this host and port");
       return;
     } else {
       c->rule = v.rule->text;
+      snprintf(reason, sizeof(reason), "%s is not an address the DNS stub gave out for %s", t, name);
+      refuse_first(b, c, reason);
+      return;
     }
   } else if (cidr.allowed) {
     c->rule = cidr.rule->text;
   } else {
-    struct egress_verdict v = {0};
-    const char *mapped = dns_map_allowed_name(b, &c->dst, c->port, &v);
-    if (mapped == NULL) {
-      deny(b, c, "a raw address: no SNI or Host, no name from the DNS stub, no CIDR rule");
-      return;
-    }
-    snprintf(c->host, sizeof(c->host), "%s", mapped);
-    c->rule = v.rule->text;
+    /* No name to check (TLS without SNI, HTTP without Host, another protocol): the address alone,
+     * and only a CIDR rule allows an address. */
+    refuse_first(b, c, c->tls    ? "a raw address: TLS without SNI, and no CIDR rule allows the address"
+                       : c->http ? "a raw address: HTTP without a Host header, and no CIDR rule allows the address"
+                       : c->other && c->sniffed ? "a raw address: neither TLS nor HTTP, and only a CIDR rule (--allow-cidr) allows other protocols"
+                                                : "a raw address: no SNI or Host, and no CIDR rule");
+    return;
   }
   c->cands[0] = c->dst;
   c->n_cands = 1;
@@ -469,7 +442,7 @@ static void start_connect(struct broker *b, struct conn *c) {
     }
     c->st = CS_CONNECTING;
     c->deadline = now_mono() + CONNECT_TIMEOUT;
-    set_interest(b, &c->cw, &c->cw_ev, 0);
+    conn_set_interest(b, &c->cw, &c->cw_ev, 0);
     return;
   }
   upstream_failed(b, c, "connect", errno ? errno : EHOSTUNREACH);
@@ -491,17 +464,22 @@ static void connected(struct broker *b, struct conn *c) {
     /* The tunnel is open; its first bytes are checked before they go anywhere. */
     static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
     if (strcmp(c->via, "proxy") == 0)
-      send_now(c->cw.fd, ok, sizeof(ok) - 1);
+      conn_send_now(c->cw.fd, ok, sizeof(ok) - 1);
     else
-      socks_reply(c, 0);
+      conn_socks_reply(c, 0);
     c->replied = true;
   }
   if (c->named && !c->sniffed) {
+    /* Nothing is relayed until the first bytes are seen and agree with the name. */
+    const struct addr *a = &c->cands[c->next_cand - 1];
+    c->cidr_ok = egress_check_addr(&b->policy, a->family, a->bytes, c->port).allowed;
     c->st = CS_SNIFF;
-    c->deadline = now_mono() + SNIFF_TIMEOUT;
-    set_interest(b, &c->uw, &c->uw_ev, 0);
+    c->deadline = now_mono() + (c->cidr_ok ? SERVER_FIRST_GRACE : FIRST_BYTES_TIMEOUT);
+    conn_set_interest(b, &c->uw, &c->uw_ev, 0);
     c->cw_ev = 0;
-    set_interest(b, &c->cw, &c->cw_ev, EPOLLIN | EPOLLET);
+    conn_set_interest(b, &c->cw, &c->cw_ev, EPOLLIN | EPOLLET);
+    if (c->up_len)
+      on_sniff(b, c); /* bytes that came with the CONNECT head: the tunnel's first */
     return;
   }
   enter_relay(b, c);
@@ -520,289 +498,161 @@ static void enter_relay(struct broker *b, struct conn *c) {
     conn_free(b, c);
     return;
   }
+  if (c->http && c->h1 == NULL) {
+    c->h1 = malloc(sizeof(*c->h1));
+    if (c->h1 == NULL) {
+      conn_free(b, c);
+      return;
+    }
+    http1_stream_init(c->h1);
+    c->up_ok = 0; /* the first head again, read this time, and every one after it */
+  }
   c->st = CS_RELAY;
   c->deadline = 0;
   c->cw_ev = c->uw_ev = 0xffffffff; /* force the first set_interest */
   on_client(b, &c->cw, 0);
 }
 
-/* --- the handshakes ---------------------------------------------------------------------------- */
 
-static ssize_t read_more(struct conn *c) {
-  if (c->up_len >= BROKER_HEAD_MAX)
-    return -2;
-  ssize_t n = recv(c->cw.fd, c->up + c->up_len, BROKER_HEAD_MAX - c->up_len, 0);
-  if (n > 0)
-    c->up_len += (size_t)n;
-  return n;
-}
-
-static void on_proxy_head(struct broker *b, struct conn *c) {
-  ssize_t n = read_more(c);
-  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-    conn_free(b, c);
-    return;
-  }
-  struct proxy_request pr;
-  const char *why = "request head too large";
-  int r = n == -2 ? -1 : proto_proxy_request(c->up, c->up_len, &pr, &why);
-  if (r == 0)
-    return;
-  if (r < 0) {
-    char msg[512];
-    int m = snprintf(msg, sizeof(msg),
-                     "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                     "Content-Length: %zu\r\n\r\ncodemode egress: %s\n",
-                     strlen(why) + 17, why);
-    send_now(c->cw.fd, msg, (size_t)m);
-    conn_free(b, c);
-    return;
-  }
-  snprintf(c->host, sizeof(c->host), "%s", pr.host);
-  c->port = pr.port;
-  if (pr.connect) {
-    c->tunnel = true;
-    if (c->up_len > pr.head_len) {
-      /* Bytes after the CONNECT head, before our 200 (a client that does not wait): kept, and
-       * checked like the tunnel's first bytes. */
-      memmove(c->up, c->up + pr.head_len, c->up_len - pr.head_len);
-      c->up_len -= pr.head_len;
-      c->sniffed = true;
-      if (proto_tls_sni(c->up, c->up_len, c->sni, sizeof(c->sni)) != 1)
-        proto_http_host(c->up, c->up_len, c->http_host, sizeof(c->http_host));
-    } else {
-      c->up_len = 0;
-    }
-    decide_named(b, c);
-    return;
-  }
-  /* GET http://host/…: the origin server gets the rewritten head, then whatever followed it. */
-  size_t rest = c->up_len - pr.head_len;
-  if (pr.rewritten_len + rest > BROKER_BUF) {
-    free(pr.rewritten);
-    conn_free(b, c);
-    return;
-  }
-  uint8_t *tail = malloc(rest ? rest : 1);
-  memcpy(tail, c->up + pr.head_len, rest);
-  memcpy(c->up, pr.rewritten, pr.rewritten_len);
-  memcpy(c->up + pr.rewritten_len, tail, rest);
-  free(tail);
-  c->up_len = pr.rewritten_len + rest;
-  proto_http_host(c->up, c->up_len, c->http_host, sizeof(c->http_host));
-  free(pr.rewritten);
-  c->sniffed = true;
-  c->replied = false;
-  /* A Host header naming another host than the URL must be allowed too. */
-  if (c->http_host[0] && strcmp(c->http_host, c->host) != 0 &&
-      !egress_check_host(&b->policy, c->http_host, c->port).allowed) {
-    deny(b, c, "the Host header names a host no rule allows");
-    return;
-  }
-  decide_named(b, c);
-}
-
-static void on_socks(struct broker *b, struct conn *c) {
-  ssize_t n = read_more(c);
-  if (n == 0 || n == -2 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-    conn_free(b, c);
-    return;
-  }
-  const uint8_t *p = c->up;
-  if (c->st == CS_SOCKS_GREETING) {
-    if (c->up_len < 2)
-      return;
-    if (p[0] != 5) {
-      conn_free(b, c);
-      return;
-    }
-    size_t need = 2 + (size_t)p[1];
-    if (c->up_len < need)
-      return;
-    bool noauth = memchr(p + 2, 0, p[1]) != NULL;
-    uint8_t reply[2] = {5, noauth ? 0 : 0xff};
-    send_now(c->cw.fd, (const char *)reply, 2);
-    if (!noauth) {
-      conn_free(b, c);
-      return;
-    }
-    memmove(c->up, c->up + need, c->up_len - need);
-    c->up_len -= need;
-    c->st = CS_SOCKS_REQUEST;
-    if (c->up_len == 0)
-      return;
-  }
-  if (c->up_len < 5)
-    return;
-  size_t need;
-  switch (p[3]) {
-  case 1: need = 4 + 4 + 2; break;
-  case 3: need = 4 + 1 + (size_t)p[4] + 2; break;
-  case 4: need = 4 + 16 + 2; break;
-  default:
-    socks_reply(c, 0x08); /* address type not supported */
-    conn_free(b, c);
-    return;
-  }
-  if (c->up_len < need)
-    return;
-  if (p[0] != 5 || p[1] != 1) {
-    socks_reply(c, 0x07); /* only CONNECT: no BIND, no UDP ASSOCIATE (UDP goes nowhere) */
-    conn_free(b, c);
-    return;
-  }
-  c->port = (uint16_t)(p[need - 2] << 8 | p[need - 1]);
-  if (p[3] == 3) {
-    size_t l = p[4];
-    for (size_t i = 0; i < l; i++) {
-      unsigned char ch = p[5 + i];
-      if (!(ch == '-' || ch == '.' || ch == '_' || (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z'))) {
-        socks_reply(c, 0x04);
-        conn_free(b, c);
+/* The first bytes, before anything is relayed: a TLS ClientHello (its SNI), an HTTP request (its
+ * head, whole and well-formed), or neither. They are peeked, so that the interceptor or the relay
+ * finds them still in the socket; bytes that came with the CONNECT head are in up already, and
+ * what follows them is read after them. */
+static void on_sniff(struct broker *b, struct conn *c) {
+  uint8_t peek[BROKER_HEAD_MAX];
+  const uint8_t *buf = peek;
+  size_t n;
+  if (c->up_len) {
+    for (;;) { /* edge-triggered: read until the socket is empty */
+      ssize_t r = c->up_len < BROKER_HEAD_MAX ? recv(c->cw.fd, c->up + c->up_len, BROKER_HEAD_MAX - c->up_len, 0) : -1;
+      if (r > 0) {
+        c->up_len += (size_t)r;
+        continue;
+      }
+      if (r == 0 || (c->up_len < BROKER_HEAD_MAX && errno != EAGAIN && errno != EINTR)) {
+        conn_free(b, c); /* the client went away before it said enough */
         return;
       }
-      c->host[i] = (char)(ch | ((ch >= 'A' && ch <= 'Z') ? 0x20 : 0));
+      break;
     }
-    c->host[l] = '\0';
+    buf = c->up;
+    n = c->up_len;
   } else {
-    struct addr a = {.family = p[3] == 1 ? AF_INET : AF_INET6};
-    memcpy(a.bytes, p + 4, p[3] == 1 ? 4 : 16);
-    addr_text(&a, c->host);
-  }
-  c->up_len = 0;
-  c->tunnel = true;
-  decide_named(b, c);
-}
-
-/* Peek at the first bytes: a TLS ClientHello (its SNI), an HTTP request (its Host), or neither. */
-static void on_sniff(struct broker *b, struct conn *c, bool timed_out) {
-  uint8_t buf[BROKER_HEAD_MAX];
-  ssize_t n = timed_out ? 0 : recv(c->cw.fd, buf, sizeof(buf), MSG_PEEK);
-  if (!timed_out) {
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-      conn_free(b, c); /* the client went away before saying anything */
+    ssize_t r = recv(c->cw.fd, peek, sizeof(peek), MSG_PEEK);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+      conn_free(b, c);
       return;
     }
-    if (n < 0)
+    if (r < 0)
       return;
-    int t = proto_tls_sni(buf, (size_t)n, c->sni, sizeof(c->sni));
-    int h = t == 1 ? -1 : proto_http_host(buf, (size_t)n, c->http_host, sizeof(c->http_host));
-    if ((t == 0 || h == 0) && (size_t)n < sizeof(buf))
-      return; /* more to come */
+    n = (size_t)r;
   }
-  c->sniffed = true;
-  after_sniff(b, c);
+  int t = proto_tls_sni(buf, n, c->sni, sizeof(c->sni));
+  if (t == 0 && n < BROKER_HEAD_MAX)
+    return; /* more of the ClientHello to come */
+  if (t == 1) {
+    c->tls = true;
+    decide_first(b, c);
+    return;
+  }
+  int h = http1_looks_like(buf, n);
+  if (h == 0)
+    return;
+  if (h == 1) {
+    struct http1_request rq;
+    const char *why = NULL;
+    int r = http1_peek(buf, n, &rq, &why);
+    if (r == 0)
+      return; /* the head is not complete yet */
+    c->http = true;
+    if (r < 0) {
+      char reason[320];
+      snprintf(reason, sizeof(reason), "a malformed or ambiguous HTTP request: %s", why);
+      conn_refuse_request(b, c, 400, NULL, reason);
+      return;
+    }
+    if (rq.connect || (rq.absolute && (!rq.has_host || strcmp(rq.url_host, rq.host) != 0 ||
+                                         (rq.url_port && rq.url_port != c->port)))) {
+      conn_refuse_request(b, c, 400, rq.has_host ? rq.host : rq.url_host,
+                          rq.connect ? "a malformed or ambiguous HTTP request: CONNECT inside a connection"
+                                     : "a malformed or ambiguous HTTP request: the Host header names another host than the URL");
+      return;
+    }
+    snprintf(c->http_host, sizeof(c->http_host), "%s", rq.host);
+    if (rq.host_port && rq.host_port != c->port) {
+      conn_refuse_request(b, c, 403, rq.host, "the Host header names another port than the connection's");
+      return;
+    }
+    decide_first(b, c);
+    return;
+  }
+  c->other = true;
+  decide_first(b, c);
 }
 
-static void after_sniff(struct broker *b, struct conn *c) {
+/* No first bytes by the deadline: under a CIDR rule a server-first protocol, relayed by that
+ * rule; otherwise closed. */
+static void sniff_timeout(struct broker *b, struct conn *c) {
+  c->deadline = 0;
+  if (c->cidr_ok) {
+    c->other = true;
+    decide_first(b, c);
+    return;
+  }
+  conn_deny(b, c, "no TLS ClientHello or HTTP request head within 10 s (other protocols need a CIDR rule)");
+}
+
+/* The first bytes are known: decide on them. */
+static void decide_first(struct broker *b, struct conn *c) {
+  c->sniffed = true;
   /* Back to level-triggered: from here the bytes are read, not peeked. */
   c->cw_ev = 0;
-  set_interest(b, &c->cw, &c->cw_ev, 0);
+  conn_set_interest(b, &c->cw, &c->cw_ev, 0);
+  const char *name = c->tls ? c->sni : c->http ? c->http_host : "";
+  char t[64];
+  if (name[0] && c->have_dst && strcmp(name, addr_text(&c->dst, t)) == 0)
+    name = ""; /* an address where a name goes: no name */
   if (!c->named) {
-    decide_addr(b, c);
+    decide_addr(b, c, name[0] ? name : NULL);
     return;
   }
-  /* Inside an allowed tunnel: a TLS SNI or an HTTP Host naming another host must be allowed on
-   * this port too (the tunnel to an allowed host's address must not carry a request for a host
-   * the allowlist does not have). */
-  const char *other[2] = {c->sni, c->http_host};
-  for (int i = 0; i < 2; i++) {
-    if (other[i][0] && strcasecmp(other[i], c->host) != 0) {
-      struct egress_verdict v = egress_check_host(&b->policy, other[i], c->port);
-      if (!v.allowed) {
-        deny(b, c, i == 0 ? "the TLS SNI names a host no rule allows" : "the Host header names a host no rule allows");
-        return;
-      }
+  /* A tunnel to a name the broker resolved and connected to: what is inside must be for that
+   * name, else the tunnel to an allowed host's address carries a request for another. */
+  char reason[768];
+  if (c->other) {
+    if (!c->cidr_ok) {
+      conn_deny(b, c, "neither TLS nor HTTP: only a CIDR rule (--allow-cidr) allows other protocols");
+      return;
+    }
+  } else if (name[0] == '\0') {
+    if (!c->cidr_ok) {
+      if (c->http)
+        conn_refuse_request(b, c, 400, NULL, "an HTTP request without a Host header: a host rule needs the name");
+      else
+        conn_deny(b, c, "TLS without SNI: a host rule needs the name in the ClientHello");
+      return;
+    }
+  } else if (strcmp(name, c->host) != 0) {
+    const struct addr *a = &c->cands[c->next_cand - 1];
+    struct egress_verdict v = egress_check_host(&b->policy, name, c->port);
+    if (!v.allowed && v.rule) {
+      c->rule = v.rule->text;
+      conn_deny(b, c, "denied by rule");
+      return;
+    }
+    /* The TLS SNI may name another allowed host served at the same address, one the stub gave
+     * out for it (a certificate for several names); an HTTP Host must be the tunnel's. */
+    if (c->http || !v.allowed || !dns_map_has(b, a, name)) {
+      snprintf(reason, sizeof(reason), "the %s names %s, not the tunnel's host %s", c->tls ? "TLS SNI" : "Host header",
+               name, c->host);
+      if (c->http)
+        conn_refuse_request(b, c, 403, name, reason);
+      else
+        conn_deny(b, c, reason);
+      return;
     }
   }
   enter_relay(b, c);
-}
-
-/* --- the relay ---------------------------------------------------------------------------------- */
-
-static void relay_interest(struct broker *b, struct conn *c) {
-  uint32_t cev = 0, uev = 0;
-  if (!c->client_eof && c->up_len < BROKER_BUF)
-    cev |= EPOLLIN;
-  if (c->down_len)
-    cev |= EPOLLOUT;
-  if (!c->upstream_eof && c->down_len < BROKER_BUF)
-    uev |= EPOLLIN;
-  if (c->up_len)
-    uev |= EPOLLOUT;
-  set_interest(b, &c->cw, &c->cw_ev, cev);
-  set_interest(b, &c->uw, &c->uw_ev, uev);
-}
-
-/* Move what can move; true when the connection is over. */
-static bool pump(struct conn *c) {
-  for (int round = 0; round < 4; round++) {
-    bool moved = false;
-    if (!c->client_eof && c->up_len < BROKER_BUF) {
-      ssize_t n = recv(c->cw.fd, c->up + c->up_len, BROKER_BUF - c->up_len, 0);
-      if (n > 0) {
-        c->up_len += (size_t)n;
-        moved = true;
-      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        c->client_eof = true;
-      }
-    }
-    if (c->up_len) {
-      ssize_t n = send(c->uw.fd, c->up, c->up_len, MSG_NOSIGNAL);
-      if (n > 0) {
-        c->bytes_up += n; /* what reached the upstream, our rewritten head included */
-        memmove(c->up, c->up + n, c->up_len - (size_t)n);
-        c->up_len -= (size_t)n;
-        moved = true;
-      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        return true;
-      }
-    }
-    if (!c->upstream_eof && c->down_len < BROKER_BUF) {
-      ssize_t n = recv(c->uw.fd, c->down + c->down_len, BROKER_BUF - c->down_len, 0);
-      if (n > 0) {
-        c->down_len += (size_t)n;
-        moved = true;
-      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        c->upstream_eof = true;
-      }
-    }
-    if (c->down_len) {
-      ssize_t n = send(c->cw.fd, c->down, c->down_len, MSG_NOSIGNAL);
-      if (n > 0) {
-        c->bytes_down += n;
-        memmove(c->down, c->down + n, c->down_len - (size_t)n);
-        c->down_len -= (size_t)n;
-        moved = true;
-      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        return true;
-      }
-    }
-    /* Half-close passes through: EOF from one side, once its bytes are delivered, is a
-     * shutdown(SHUT_WR) towards the other. */
-    if (c->client_eof && c->up_len == 0 && !c->upstream_shut) {
-      shutdown(c->uw.fd, SHUT_WR);
-      c->upstream_shut = true;
-    }
-    if (c->upstream_eof && c->down_len == 0 && !c->client_shut) {
-      shutdown(c->cw.fd, SHUT_WR);
-      c->client_shut = true;
-    }
-    if (c->upstream_shut && c->client_shut)
-      return true;
-    if (!moved)
-      break;
-  }
-  return false;
-}
-
-static void relay(struct broker *b, struct conn *c) {
-  if (pump(c)) {
-    record(b, c, true, NULL);
-    conn_free(b, c);
-    return;
-  }
-  relay_interest(b, c);
 }
 
 static void on_client(struct broker *b, struct watch *w, uint32_t ev) {
@@ -810,11 +660,11 @@ static void on_client(struct broker *b, struct watch *w, uint32_t ev) {
   if (c->closed)
     return;
   switch (c->st) {
-  case CS_PROXY_HEAD: on_proxy_head(b, c); return;
+  case CS_PROXY_HEAD: conn_on_proxy_head(b, c); return;
   case CS_SOCKS_GREETING:
-  case CS_SOCKS_REQUEST: on_socks(b, c); return;
-  case CS_SNIFF: on_sniff(b, c, false); return;
-  case CS_RELAY: relay(b, c); return;
+  case CS_SOCKS_REQUEST: conn_on_socks(b, c); return;
+  case CS_SNIFF: on_sniff(b, c); return;
+  case CS_RELAY: conn_relay(b, c); return;
   default:
     /* Resolving or connecting: we do not read. A client that hung up is dropped now (epoll
      * reports a hang-up whatever we asked for, so it must not stay watched). */
@@ -855,7 +705,7 @@ static void on_upstream(struct broker *b, struct watch *w, uint32_t ev) {
     return;
   }
   if (c->st == CS_RELAY)
-    relay(b, c);
+    conn_relay(b, c);
 }
 
 /* --- time ----------------------------------------------------------------------------------------- */
@@ -874,12 +724,15 @@ void conn_check_deadlines(struct broker *b, double now) {
     struct conn *next = c->next;
     if (c->deadline > 0 && now >= c->deadline) {
       if (c->st == CS_SNIFF) {
-        c->deadline = 0;
-        on_sniff(b, c, true);
+        sniff_timeout(b, c);
       } else if (c->st == CS_CONNECTING) {
         upstream_failed(b, c, "connect", ETIMEDOUT);
+      } else if (c->st == CS_RELAY && c->refuse_status) {
+        conn_finish_refusal(b, c);
       } else if (c->st != CS_RESOLVING) {
-        conn_free(b, c); /* a handshake that never finished */
+        /* a handshake that never finished */
+        conn_record(b, c, false, "the proxy or SOCKS handshake did not complete within 30 s");
+        conn_free(b, c);
       }
     }
     c = next;
@@ -890,13 +743,17 @@ void conn_close_all(struct broker *b, const char *why) {
   while (b->conns) {
     struct conn *c = b->conns;
     /* One last move: a client that read its answer and exited has closed by now. */
-    if (c->st == CS_RELAY && pump(c)) {
-      record(b, c, true, NULL);
+    if (c->st == CS_RELAY && conn_pump(c)) {
+      if (c->refuse_status) {
+        conn_finish_refusal(b, c);
+        continue;
+      }
+      conn_record(b, c, true, NULL);
       conn_free(b, c);
       continue;
     }
     if (c->st == CS_RELAY)
-      record(b, c, true, why);
+      conn_record(b, c, true, why);
     if (c->st == CS_RESOLVING) {
       /* c-ares calls back (with ARES_EDESTRUCTION) when it is destroyed; let it free. */
       c->dead = true;

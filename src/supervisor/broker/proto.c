@@ -1,12 +1,14 @@
 /* The few bytes of each protocol the broker must understand to decide: the SNI of a TLS
- * ClientHello, the Host of a plain HTTP request, an HTTP proxy request's target, and the one
- * header a secret goes into. Each parser reads only what it was given and never past it. */
+ * ClientHello, an HTTP proxy request turned into the origin server's (its head parsed by
+ * http1.c, the one HTTP parser), and the one header a secret goes into. Each parser reads only
+ * what it was given and never past it. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "supervisor/broker/broker.h"
+#include "supervisor/broker/http1.h"
 
 static unsigned get16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
 static unsigned get24(const uint8_t *p) { return (unsigned)p[0] << 16 | (unsigned)p[1] << 8 | p[2]; }
@@ -88,117 +90,6 @@ int proto_tls_sni(const uint8_t *buf, size_t len, char *sni, size_t sni_len) {
   return 1;
 }
 
-static const uint8_t *find_head_end(const uint8_t *buf, size_t len) {
-  for (size_t i = 0; i + 3 < len; i++)
-    if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n')
-      return buf + i + 4;
-  return NULL;
-}
-
-/* Does the buffer start like an HTTP/1 request line ("GET ", "POST ", …)? 1 yes, 0 can't tell
- * yet, -1 no. */
-static int looks_like_request(const uint8_t *buf, size_t len) {
-  for (size_t i = 0; i < len && i < 16; i++) {
-    if (buf[i] == ' ')
-      return i > 0 ? 1 : -1;
-    if (buf[i] < 'A' || buf[i] > 'Z')
-      return -1;
-  }
-  return len < 16 ? 0 : -1;
-}
-
-/* host[:port] or [v6]:port → lower-case host (brackets removed) and port (0 if none). */
-static int split_authority(const char *a, size_t alen, char *host, size_t host_len, uint16_t *port) {
-  *port = 0;
-  const char *end = a + alen, *colon = NULL;
-  if (alen && a[0] == '[') {
-    const char *rb = memchr(a, ']', alen);
-    if (rb == NULL)
-      return -1;
-    if (rb + 1 < end) {
-      if (rb[1] != ':')
-        return -1;
-      colon = rb + 1;
-    }
-    a++;
-    alen = (size_t)(rb - a);
-  } else {
-    colon = memrchr(a, ':', alen);
-    if (colon)
-      alen = (size_t)(colon - a);
-  }
-  if (alen == 0 || alen >= host_len)
-    return -1;
-  for (size_t i = 0; i < alen; i++) {
-    unsigned char ch = (unsigned char)a[i];
-    if (!isalnum(ch) && ch != '-' && ch != '.' && ch != '_' && ch != ':')
-      return -1;
-    host[i] = (char)tolower(ch);
-  }
-  host[alen] = '\0';
-  if (colon) {
-    unsigned long v = 0;
-    const char *q = colon + 1;
-    if (q == end)
-      return -1;
-    for (; q < end; q++) {
-      if (!isdigit((unsigned char)*q))
-        return -1;
-      v = v * 10 + (unsigned long)(*q - '0');
-      if (v > 65535)
-        return -1;
-    }
-    if (v == 0)
-      return -1;
-    *port = (uint16_t)v;
-  }
-  return 0;
-}
-
-/* The value of header `name` in a head (first match), or NULL; *vlen its length. */
-static const char *header_value(const char *head, size_t len, const char *name, size_t *vlen) {
-  size_t nlen = strlen(name);
-  const char *p = memchr(head, '\n', len);
-  const char *end = head + len;
-  while (p && p + 1 < end) {
-    const char *line = p + 1;
-    const char *eol = memchr(line, '\n', (size_t)(end - line));
-    if (eol == NULL)
-      break;
-    size_t ll = (size_t)(eol - line);
-    if (ll && line[ll - 1] == '\r')
-      ll--;
-    if (ll > nlen && line[nlen] == ':' && strncasecmp(line, name, nlen) == 0) {
-      const char *v = line + nlen + 1;
-      const char *ve = line + ll;
-      while (v < ve && (*v == ' ' || *v == '\t'))
-        v++;
-      while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-        ve--;
-      *vlen = (size_t)(ve - v);
-      return v;
-    }
-    p = eol;
-  }
-  return NULL;
-}
-
-int proto_http_host(const uint8_t *buf, size_t len, char *host, size_t host_len) {
-  host[0] = '\0';
-  int r = looks_like_request(buf, len);
-  if (r <= 0)
-    return r;
-  const uint8_t *end = find_head_end(buf, len);
-  if (end == NULL)
-    return len >= BROKER_HEAD_MAX ? -1 : 0;
-  size_t vlen;
-  const char *v = header_value((const char *)buf, (size_t)(end - buf), "Host", &vlen);
-  uint16_t port;
-  if (v && split_authority(v, vlen, host, host_len, &port) < 0)
-    return -1;
-  return 1;
-}
-
 static void append(char **out, size_t *len, size_t *cap, const char *s, size_t n) {
   if (*len + n + 1 > *cap) {
     *cap = (*len + n + 1) * 2;
@@ -274,80 +165,48 @@ static char *rebuild_head(const char *first_line, size_t first_len, const char *
   return out;
 }
 
-int proto_proxy_request(const uint8_t *buf, size_t len, struct proxy_request *out, const char **why) {
+int proto_proxy_request(struct http1_stream *s, const uint8_t *buf, size_t len, struct proxy_request *out,
+                        const char **why) {
   memset(out, 0, sizeof(*out));
-  int r = looks_like_request(buf, len);
-  if (r < 0) {
-    *why = "not an HTTP request";
-    return -1;
-  }
-  if (r == 0)
-    return 0;
-  const uint8_t *hend = find_head_end(buf, len);
-  if (hend == NULL) {
-    if (len >= BROKER_HEAD_MAX) {
-      *why = "request head too large";
-      return -1;
-    }
-    return 0;
-  }
-  const char *head = (const char *)buf;
-  size_t head_len = (size_t)(hend - buf);
-  out->head_len = head_len;
-  const char *eol = memchr(head, '\r', head_len);
-  const char *sp1 = memchr(head, ' ', head_len);
-  const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
-  if (eol == NULL || sp1 == NULL || sp2 == NULL || sp2 > eol || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) {
-    *why = "malformed request line";
-    return -1;
-  }
-  size_t mlen = (size_t)(sp1 - head);
-  const char *target = sp1 + 1;
-  size_t tlen = (size_t)(sp2 - target);
-  if (mlen == 7 && strncmp(head, "CONNECT", 7) == 0) {
+  struct http1_request rq;
+  int r = http1_head(s, buf, len, &rq, why);
+  if (r <= 0)
+    return r;
+  out->head_len = rq.head_len;
+  snprintf(out->host, sizeof(out->host), "%s", rq.url_host);
+  snprintf(out->http_host, sizeof(out->http_host), "%s", rq.host);
+  out->port = rq.url_port;
+  if (rq.connect) {
     out->connect = true;
-    if (split_authority(target, tlen, out->host, sizeof(out->host), &out->port) < 0 || out->port == 0) {
-      *why = "CONNECT needs host:port";
-      return -1;
-    }
     return 1;
   }
-  if (tlen < 8 || strncasecmp(target, "http://", 7) != 0) {
-    *why = tlen >= 8 && strncasecmp(target, "https://", 8) == 0
-               ? "https:// URLs go through CONNECT"
-               : "a proxy request needs an absolute http:// URL or CONNECT";
-    return -1;
-  }
-  const char *auth = target + 7;
-  const char *path = memchr(auth, '/', (size_t)(target + tlen - auth));
-  const char *auth_end = path ? path : target + tlen;
-  const char *q = memchr(auth, '?', (size_t)(auth_end - auth));
-  if (q)
-    auth_end = q; /* "http://host?x" */
-  if (memchr(auth, '@', (size_t)(auth_end - auth))) {
-    *why = "credentials in the URL";
-    return -1;
-  }
-  if (split_authority(auth, (size_t)(auth_end - auth), out->host, sizeof(out->host), &out->port) < 0) {
-    *why = "bad host in the URL";
+  if (!rq.absolute) {
+    *why = "a proxy request needs an absolute http:// URL or CONNECT";
     return -1;
   }
   if (out->port == 0)
     out->port = 80;
+  /* The URL and the Host header name one host: the decision is on the URL, the origin server
+   * reads the Host (a request for an allowed URL must not reach another virtual host). */
+  if (rq.has_host && (strcmp(rq.host, rq.url_host) != 0 || (rq.host_port ? rq.host_port : 80) != out->port)) {
+    *why = "the Host header names another host than the URL";
+    return -1;
+  }
   /* origin-form: the path (with its query), "/" when the URL has none. */
+  const char *rest = rq.target + rq.path_off;
+  size_t rest_len = rq.target_len - rq.path_off;
+  const char *head = (const char *)buf;
+  const char *eol = memchr(head, '\r', rq.head_len);
+  const char *ver = rq.target + rq.target_len + 1;
   char *line = NULL;
-  const char *rest = auth_end;
-  size_t rest_len = (size_t)(target + tlen - rest);
-  if (asprintf(&line, "%.*s %s%.*s %.*s", (int)mlen, head, rest_len && *rest == '/' ? "" : "/", (int)rest_len,
-               rest, (int)(eol - sp2 - 1), sp2 + 1) < 0)
+  if (asprintf(&line, "%s %s%.*s %.*s", rq.method, rest_len && *rest == '/' ? "" : "/", (int)rest_len, rest,
+               (int)(eol - ver), ver) < 0)
     abort();
-  size_t vlen;
   char *extra = NULL;
-  if (header_value(head, head_len, "Host", &vlen) == NULL &&
-      asprintf(&extra, "Host: %.*s\r\n", (int)(auth_end - auth), auth) < 0)
+  if (!rq.has_host && asprintf(&extra, "Host: %.*s\r\n", (int)(rq.path_off - 7), rq.target + 7) < 0)
     abort();
   int subs = 0;
-  out->rewritten = rebuild_head(line, strlen(line), head, head_len, NULL, NULL, NULL, extra, &out->rewritten_len, &subs);
+  out->rewritten = rebuild_head(line, strlen(line), head, rq.head_len, NULL, NULL, NULL, extra, &out->rewritten_len, &subs);
   free(line);
   free(extra);
   return 1;
