@@ -34,6 +34,7 @@ setup() {
 
 teardown() {
   local d
+  [ -z "${MACHINE_PID:-}" ] || { kill "$MACHINE_PID"; wait "$MACHINE_PID" 2>/dev/null; }
   for d in "$ROOT"/*/; do [ -d "$d" ] && "$CODEMODE" --root "$ROOT" delete --force "$(basename "$d")" 2>/dev/null; done
   # Every broker went with its container.
   local left
@@ -56,6 +57,17 @@ egress() {
     --dns-upstream "$LAB_DNS" --audit-log "$AUDIT" "${flags[@]}" "$EG_BUNDLE" -- "$@"
   echo "# $output" >&3
   echo "# stderr: $stderr" >&3
+}
+
+# machine_server: servers.py --machine on 198.51.100.1:8081 in LAB_NET (the broker's own
+# machine) until the test ends.
+machine_server() {
+  nsenter --net="/run/netns/$LAB_NET" python3 "$BATS_TEST_DIRNAME/servers.py" --machine 198.51.100.1 8081 \
+    >"$TEST_DIR/machine.out" 2>&1 </dev/null 3>&- &
+  MACHINE_PID=$!
+  local i
+  for i in $(seq 100); do grep -q ready "$TEST_DIR/machine.out" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
 }
 
 # audit JQ-FILTER: the audit records matching a jq select() condition, compact.
@@ -197,6 +209,32 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$status" -eq 0 ]
   [ "$output" = "hello from private.allowed.test" ]
   [ "$(audit_count '.decision == "allow" and .host == "private.allowed.test" and .addr == "10.20.0.5"')" -eq 1 ]
+}
+
+@test "names resolving to the broker machine's own addresses, their IPv4-mapped form or its broadcast are refused" {
+  # A service of "the machine" (LAB_NET, where codemode-run and its broker run) on its
+  # interface's address, as a host service bound to 0.0.0.0 would be.
+  machine_server
+  # Through the proxy (the broker resolves), the name and its IPv4-mapped form (the broker
+  # reads ::ffff:198.51.100.1 as the IPv4 address it carries).
+  egress --allow-host self.allowed.test:8081 -- /usr/bin/curl -sS -m 20 http://self.allowed.test:8081/secret.txt
+  local proxied=$output
+  egress --allow-host mapped.allowed.test:8081 -- /usr/bin/curl -sS -m 20 http://mapped.allowed.test:8081/secret.txt
+  local mapped=$output
+  # Transparently: the stub never answers with it.
+  egress --allow-host self.allowed.test:8081 -- /usr/bin/curl -sS -m 20 --noproxy '*' http://self.allowed.test:8081/secret.txt
+  local direct=$output
+  egress --allow-host bcast.allowed.test:8081 -- /usr/bin/python3 /clients/resolve.py bcast.allowed.test
+  local bcast=$output
+  [[ "$proxied" != *inside* && "$mapped" != *inside* && "$direct" != *inside* ]]
+  [ "$bcast" = "RCODE 0" ]
+  [ "$(audit_count '.event == "connect" and .decision == "deny" and .host == "self.allowed.test" and (.reason | contains("198.51.100.1: an address of this machine"))')" -eq 1 ]
+  [ "$(audit_count '.event == "connect" and .decision == "deny" and .host == "mapped.allowed.test" and (.reason | contains("198.51.100.1: an address of this machine"))')" -eq 1 ]
+  [ "$(audit_count '.event == "dns" and .host == "self.allowed.test" and (.reason | contains("198.51.100.1: an address of this machine"))')" -ge 1 ]
+  [ "$(audit_count '.event == "dns" and .host == "bcast.allowed.test" and (.reason | contains("198.51.100.255: an address of this machine"))')" -eq 1 ]
+  # A CIDR rule naming the address is the user's word: then it is reached.
+  egress --allow-host self.allowed.test:8081 --allow-cidr 198.51.100.1/32:8081 -- /usr/bin/curl -sS -m 20 http://self.allowed.test:8081/secret.txt
+  [ "$output" = "inside the machine" ]
 }
 
 @test "DNS rebinding: a public first answer, then a private one, is refused" {

@@ -13,6 +13,24 @@
 #   Every request is appended to $LOG (one JSON line: host, path, headers).
 import http.server, json, os, socket, socketserver, ssl, struct, sys, threading
 
+if sys.argv[1] == "--machine":
+    # servers.py --machine ADDR PORT: a service of "the machine" itself (the broker's network
+    # namespace), answering "inside the machine" to any GET. A plain TCPServer: HTTPServer's
+    # bind asks DNS for the address's name, which the machine's namespace cannot reach.
+    class Machine(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        def log_message(self, *a):
+            pass
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "19")
+            self.end_headers()
+            self.wfile.write(b"inside the machine\n")
+    socketserver.TCPServer.allow_reuse_address = True
+    srv = socketserver.ThreadingTCPServer((sys.argv[2], int(sys.argv[3])), Machine)
+    print("ready", flush=True)
+    srv.serve_forever()
+
 cert, key, log_path, token = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 log_lock = threading.Lock()
 

@@ -96,6 +96,7 @@ struct broker {
   size_t n_secrets;
   void *tls; /* intercept.c's state, NULL without secrets */
   const struct broker_tls_ops *tls_ops;
+  struct guard *guard; /* guard.c: this machine's own addresses */
   struct conn *conns; /* every live connection (for deadlines and the final records) */
   struct conn *graveyard; /* closed this round, freed at its end */
   size_t n_conns;
@@ -110,6 +111,11 @@ double now_mono(void);
 
 /* route.c: through the netlink socket init opened in the container's namespace. */
 int route_setup(int nlfd, char *why, size_t why_len);
+
+/* guard.c: the SSRF / rebinding guard, the one test of every address we hand out or connect
+ * to. guard_init (before the privileges go) learns this machine's addresses. */
+int guard_init(struct broker *b, char *why, size_t why_len);
+bool guard_refuses(struct broker *b, const struct addr *a, uint16_t port, const char **why);
 
 /* conn.c */
 void conn_accept(struct broker *b, struct listener *l);

@@ -365,8 +365,7 @@ void conn_resolved(struct broker *b, struct conn *c, const struct addr *addrs, s
     const char *w;
     /* The SSRF / rebinding guard, on the answer we are about to use (never one the container
      * got earlier): internal addresses only where a CIDR rule names them. */
-    if (egress_addr_is_internal(addrs[i].family, addrs[i].bytes, &w) &&
-        !egress_check_addr(&b->policy, addrs[i].family, addrs[i].bytes, c->port).allowed) {
+    if (guard_refuses(b, &addrs[i], c->port, &w)) {
       char t[64];
       size_t rl = strlen(refused);
       snprintf(refused + rl, sizeof(refused) - rl, "%s%s", rl ? "," : "", addr_text(&addrs[i], t));
@@ -401,6 +400,11 @@ static void decide_addr(struct broker *b, struct conn *c) {
   if (!cidr.allowed && cidr.rule) {
     c->rule = cidr.rule->text;
     deny(b, c, "denied by rule");
+    return;
+  }
+  const char *inside;
+  if (guard_refuses(b, &c->dst, c->port, &inside)) { /* an answer gone stale, a CONNECT to an IP */
+    deny(b, c, inside);
     return;
   }
   const char *name = c->sni[0] ? c->sni : c->http_host[0] ? c->http_host : NULL;

@@ -277,6 +277,8 @@ int main(int argc, char **argv) {
     die(&b, "the container's sockets did not all arrive");
   if (route_setup(b.netlink_fd, why, sizeof(why)) < 0)
     die(&b, "%s", why);
+  if (guard_init(&b, why, sizeof(why)) < 0)
+    die(&b, "%s", why);
   drop_privileges(&b);
 
   b.ctl_w = (struct watch){on_ctl, CTL_FD};
