@@ -116,7 +116,9 @@ BROKER_SRCS := $(sort $(filter-out %/intercept.c,$(wildcard src/supervisor/broke
 BROKER_OBJS := $(BROKER_SRCS:%.c=$(B)/%.o)
 BROKER_LIBS := -lcares -lmnl -lpthread
 BROKER_EXPORTS := -Wl,--export-dynamic-symbol=audit_write -Wl,--export-dynamic-symbol=now_mono \
-                  -Wl,--export-dynamic-symbol=proto_substitute_header -Wl,--export-dynamic-symbol=egress_host_matches
+                  -Wl,--export-dynamic-symbol=egress_host_matches -Wl,--export-dynamic-symbol=egress_check_host \
+                  -Wl,--export-dynamic-symbol=broker_watch -Wl,--export-dynamic-symbol=broker_rewatch \
+                  -Wl,--export-dynamic-symbol=broker_unwatch
 $(B)/libbroker.a: $(filter-out %/main.o,$(BROKER_OBJS))
 	@rm -f $@
 	@echo "  AR      $@"
@@ -128,7 +130,7 @@ $(B)/src/supervisor/broker/intercept.pic.o: src/supervisor/broker/intercept.c
 	@echo "  CC      $< (PIC)"
 	@$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
 $(B)/codemode-broker-tls.so: $(B)/src/supervisor/broker/intercept.pic.o
-	$(CC) $(LDFLAGS) -shared -o $@ $< -lssl -lcrypto -lpthread
+	$(CC) $(LDFLAGS) -shared -o $@ $< -lssl -lcrypto -lhttp_parser
 
 # The same objects linked against the shared glibc, for the valgrind suite: memcheck replaces
 # malloc through the loader, which a static binary does not have. `make check` builds it.

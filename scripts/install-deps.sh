@@ -10,8 +10,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # libcurl, libarchive and libssl: codemode-image only (images; never on the start path).
 build_pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libyajl-dev
   libsystemd-dev libcmocka-dev libcurl4-openssl-dev libarchive-dev libssl-dev
-  # codemode-broker (the egress broker, issue 16): async DNS, netlink (OpenSSL: above)
-  libc-ares-dev libmnl-dev)
+  # codemode-broker (the egress broker, issue 16): async DNS, netlink (OpenSSL: above); its
+  # TLS interceptor frames every request with nodejs' http-parser (issue 25)
+  libc-ares-dev libmnl-dev libhttp-parser-dev)
 # bats/jq drive the suites; busybox-static makes the test rootfs; iproute2 and util-linux
 # (unshare) set up namespaces to join; runc/crun are the side-by-side references; clang builds
 # the libFuzzer targets.

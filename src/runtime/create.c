@@ -708,6 +708,10 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   test_pause_at("fork");
   if (r.cgroup && cgroup_enter(r.cgroup, child, err) < 0)
     goto fail;
+  /* The broker is the container's to pay for: its memory and pids count against the
+   * container's limits, so a flood of connections from inside cannot grow it outside them. */
+  if (r.cgroup && r.broker.pid > 0 && cgroup_add_process(r.cgroup, r.broker.pid, err) < 0)
+    goto fail;
   if (drive_child(&r, err) < 0)
     goto fail;
   test_pause_at("ready");

@@ -117,6 +117,13 @@ int route_setup(int nlfd, char *why, size_t why_len);
 int guard_init(struct broker *b, char *why, size_t why_len);
 bool guard_refuses(struct broker *b, const struct addr *a, uint16_t port, const char **why);
 
+/* limits.c: what one container may hold in its broker (man 5 codemode-profiles). */
+#define BROKER_MAX_CONNS_PER_CONTAINER 256
+/* May another connection be accepted? If not, the refusal is audited (reason). */
+bool limits_admit(struct broker *b, const char *via);
+double limits_next_deadline(struct broker *b, double conn_next);
+void limits_check_deadlines(struct broker *b, double now);
+
 /* conn.c */
 void conn_accept(struct broker *b, struct listener *l);
 void conn_check_deadlines(struct broker *b, double now);
@@ -186,9 +193,13 @@ struct broker_tls_ops {
   /* Make the per-run CA (its PEM in *ca_pem) and the TLS contexts. */
   int (*init)(struct broker *b, char **ca_pem, char *why, size_t why_len);
   /* Take over a decided connection: TLS to the client (a leaf for host), TLS upstream, the
-   * substitution. Runs on its own thread; the fds are its to close. */
+   * substitution. On the broker's event loop (broker_watch); the fds are its to close. */
   void (*start)(struct broker *b, int client_fd, int upstream_fd, const char *host, uint16_t port, const char *via,
                 const char *addr, const char *rule, double started);
+  double (*next_deadline)(struct broker *b); /* 0: none */
+  void (*check_deadlines)(struct broker *b, double now);
+  void (*close_all)(struct broker *b, const char *why);
+  size_t (*count)(struct broker *b); /* intercepted connections alive */
 };
 #define BROKER_TLS_OPS_SYMBOL "codemode_broker_tls_ops"
 

@@ -37,7 +37,6 @@
 /* How long a transparent or tunnelled connection may stay silent before we decide without its
  * first bytes (protocols where the server speaks first: SMTP, SSH, MySQL). */
 #define SNIFF_TIMEOUT 0.3
-#define MAX_CONNS 1024
 
 enum conn_state {
   CS_PROXY_HEAD,
@@ -262,7 +261,9 @@ void conn_accept(struct broker *b, struct listener *l) {
     int fd = accept4(l->w.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0)
       return;
-    if (b->n_conns >= MAX_CONNS || b->stopping) {
+    if (b->stopping || !limits_admit(b, l->role == EGRESS_SOCK_HTTP_PROXY ? "proxy" : l->role == EGRESS_SOCK_SOCKS ? "socks" : "transparent")) {
+      struct linger lg = {.l_onoff = 1, .l_linger = 0}; /* a reset: refused at once, never a hang */
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
       close(fd);
       continue;
     }
