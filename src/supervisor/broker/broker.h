@@ -119,6 +119,9 @@ bool guard_refuses(struct broker *b, const struct addr *a, uint16_t port, const 
 
 /* limits.c: what one container may hold in its broker (man 5 codemode-profiles). */
 #define BROKER_MAX_CONNS_PER_CONTAINER 256
+#define BROKER_HEAD_TIMEOUT 10.0 /* a proxy request head, a SOCKS handshake */
+#define BROKER_IDLE_TIMEOUT 300.0 /* a relayed connection where nothing moves */
+#define BROKER_IDLE_TIMEOUT_TEXT "300 s"
 /* May another connection be accepted? If not, the refusal is audited (reason). */
 bool limits_admit(struct broker *b, const char *via);
 double limits_next_deadline(struct broker *b, double conn_next);

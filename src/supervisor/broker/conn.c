@@ -33,7 +33,7 @@
 #include "supervisor/broker/broker.h"
 
 #define CONNECT_TIMEOUT 10.0
-#define HANDSHAKE_TIMEOUT 30.0
+#define HANDSHAKE_TIMEOUT BROKER_HEAD_TIMEOUT
 /* How long a transparent or tunnelled connection may stay silent before we decide without its
  * first bytes (protocols where the server speaks first: SMTP, SSH, MySQL). */
 #define SNIFF_TIMEOUT 0.3
@@ -807,6 +807,7 @@ static void relay(struct broker *b, struct conn *c) {
     conn_free(b, c);
     return;
   }
+  c->deadline = now_mono() + BROKER_IDLE_TIMEOUT; /* a stalled connection is not held forever */
   relay_interest(b, c);
 }
 
@@ -883,6 +884,9 @@ void conn_check_deadlines(struct broker *b, double now) {
         on_sniff(b, c, true);
       } else if (c->st == CS_CONNECTING) {
         upstream_failed(b, c, "connect", ETIMEDOUT);
+      } else if (c->st == CS_RELAY) {
+        record(b, c, true, "idle: nothing moved either way for " BROKER_IDLE_TIMEOUT_TEXT);
+        conn_free(b, c);
       } else if (c->st != CS_RESOLVING) {
         conn_free(b, c); /* a handshake that never finished */
       }

@@ -6,8 +6,9 @@
  *   buffers      64 KiB each way per connection, and a 16 KiB request head: at most about
  *                256 x 144 KiB of relay buffers
  *   threads      one: every connection, intercepted ones too, is on the event loop
- *   deadlines    conn.c (the handshakes and heads) and intercept.c (10 s for the TLS
- *                handshakes and for each request head, 120 s idle)
+ *   deadlines    10 s for a proxy request head or a SOCKS handshake, 300 s without a byte
+ *                either way on a relayed connection (conn.c); intercepted (intercept.c): 10 s
+ *                for the two TLS handshakes, 10 s for each request head, 120 s idle
  * The broker's process is in the container's cgroup (runtime/create.c), so its memory and
  * its pids count against the container's limits. */
 #include <stdio.h>
