@@ -362,9 +362,12 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "${lines[0]}" = "403 None codemode egress: the Host header names a host no rule allows" ]
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=2
   [ "${lines[0]}" = "400 None codemode egress: two Host headers" ]
+  # ... also when the second one's name is cut across two TLS records.
+  egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=split
+  [ "${lines[0]}" = "400 None codemode egress: two Host headers" ]
   [ ! -s "$LAB_DIR/requests.log" ]
   [ "$(audit_count '.event == "request" and .decision == "deny" and .http_host == "evil.test" and .reason == "the Host header names a host no rule allows"')" -eq 1 ]
-  [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "two Host headers"')" -eq 1 ]
+  [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "two Host headers"')" -eq 2 ]
 }
 
 @test "a bounded broker: 400 stalled handshakes from one container; one thread, bounded memory, in the container's cgroup; another container's egress goes on" {

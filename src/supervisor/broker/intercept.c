@@ -62,6 +62,7 @@ struct tls_state {
   size_t n_leaves;
   struct icon *live;
   size_t n_live;
+  struct icon *graveyard; /* closed this round, freed at the next deadline check */
 };
 
 static EVP_PKEY *new_key(void) { return EVP_EC_gen("P-256"); }
@@ -212,6 +213,7 @@ struct icon {
   const char *secret_used;
   long long up, down;
   bool client_eof, upstream_eof, closing;
+  bool closed; /* its sockets are closed: an event of this round for it is ignored */
   /* client → upstream: the request parser, the head being read, what is owed upstream */
   http_parser req;
   bool in_head;
@@ -219,7 +221,9 @@ struct icon {
   uint8_t head[BROKER_HEAD_MAX];
   size_t head_len;
   int n_host;
-  bool field_host, field_upgrade, upgrade;
+  char fname[16];
+  size_t fname_len;
+  bool in_field, field_host, upgrade;
   char host_hdr[256], url[1024];
   size_t url_len;
   uint8_t *upbuf; /* BROKER_BUF + room for one rewritten head */
@@ -288,11 +292,13 @@ static void ic_free(struct icon *ic, const char *reason) {
   }
   SSL_free(ic->cs);
   SSL_free(ic->us);
+  ic->cs = ic->us = NULL;
   if (ic->upbuf)
     OPENSSL_cleanse(ic->upbuf, ic->up_cap); /* it held the secret */
   OPENSSL_cleanse(ic->head, sizeof(ic->head));
   free(ic->upbuf);
   free(ic->downbuf);
+  ic->upbuf = ic->downbuf = NULL;
   if (ic->prev)
     ic->prev->next = ic->next;
   else
@@ -300,7 +306,18 @@ static void ic_free(struct icon *ic, const char *reason) {
   if (ic->next)
     ic->next->prev = ic->prev;
   t->n_live--;
-  free(ic);
+  /* Freed later: the same round of epoll events may still hold the other socket's event. */
+  ic->closed = true;
+  ic->next = t->graveyard;
+  t->graveyard = ic;
+}
+
+static void reap(struct tls_state *t) {
+  while (t->graveyard) {
+    struct icon *ic = t->graveyard;
+    t->graveyard = ic->next;
+    free(ic);
+  }
 }
 
 /* --- the request side -------------------------------------------------------------------------- */
@@ -315,19 +332,30 @@ static int on_url(http_parser *p, const char *at, size_t len) {
   return 0;
 }
 
+/* A field's name may come in pieces (a read ending inside it): it is judged whole, at its
+ * value's first piece, so that no split "Ho" "st" passes as another header. */
 static int on_header_field(http_parser *p, const char *at, size_t len) {
   struct icon *ic = p->data;
-  ic->field_host = len == 4 && strncasecmp(at, "host", 4) == 0;
-  ic->field_upgrade = len == 7 && strncasecmp(at, "upgrade", 7) == 0;
-  if (ic->field_host && ++ic->n_host == 1)
-    ic->host_hdr[0] = '\0';
-  if (ic->field_upgrade)
-    ic->upgrade = true;
+  if (!ic->in_field)
+    ic->fname_len = 0;
+  ic->in_field = true;
+  for (size_t i = 0; i < len && ic->fname_len < sizeof(ic->fname); i++)
+    ic->fname[ic->fname_len++] = at[i];
+  if (ic->fname_len + len > sizeof(ic->fname))
+    ic->fname_len = sizeof(ic->fname); /* longer than any name we look for */
   return 0;
 }
 
 static int on_header_value(http_parser *p, const char *at, size_t len) {
   struct icon *ic = p->data;
+  if (ic->in_field) {
+    ic->in_field = false;
+    ic->field_host = ic->fname_len == 4 && strncasecmp(ic->fname, "host", 4) == 0;
+    if (ic->field_host)
+      ic->n_host++;
+    if (ic->fname_len == 7 && strncasecmp(ic->fname, "upgrade", 7) == 0)
+      ic->upgrade = true;
+  }
   if (ic->field_host && ic->n_host == 1) {
     size_t have = strlen(ic->host_hdr);
     if (have + len >= sizeof(ic->host_hdr))
@@ -361,6 +389,7 @@ static void new_request(struct icon *ic) {
   ic->in_head = true;
   ic->head_len = 0;
   ic->n_host = 0;
+  ic->in_field = ic->field_host = false;
   ic->host_hdr[0] = '\0';
   ic->url_len = 0;
   ic->url[0] = '\0';
@@ -725,7 +754,7 @@ static bool pump(struct icon *ic, uint32_t *cwant, uint32_t *uwant, const char *
       if (r > 0) {
         moved = true;
         if (!filter_request(ic, buf, (size_t)n))
-          return true; /* refused: the answer is written, closing */
+          return false; /* refused: the answer is written and audited; the connection ends */
       } else if (r < 0) {
         ic->client_eof = true;
       }
@@ -838,10 +867,8 @@ static void step(struct icon *ic) {
   const char *reason = NULL;
   double before_up = (double)ic->up, before_down = (double)ic->down;
   if (!pump(ic, &cwant, &uwant, &reason)) {
-    if (ic->closing)
-      SSL_shutdown(ic->cs);
-    else if (reason == NULL)
-      SSL_shutdown(ic->cs);
+    if (reason == NULL && ic->cs)
+      SSL_shutdown(ic->cs); /* the end, or a refusal answered */
     ic_free(ic, reason);
     return;
   }
@@ -854,8 +881,15 @@ wait:
   set_interest(ic, &ic->uw, &ic->uw_ev, uwant);
 }
 
-static void ic_on_client(struct broker *b, struct watch *w, uint32_t ev) { step(from_cw(w)); }
-static void ic_on_upstream(struct broker *b, struct watch *w, uint32_t ev) { step(from_uw(w)); }
+static void ic_on_client(struct broker *b, struct watch *w, uint32_t ev) {
+  if (!from_cw(w)->closed)
+    step(from_cw(w));
+}
+
+static void ic_on_upstream(struct broker *b, struct watch *w, uint32_t ev) {
+  if (!from_uw(w)->closed)
+    step(from_uw(w));
+}
 
 static void intercept_start(struct broker *b, int client_fd, int upstream_fd, const char *host, uint16_t port,
                             const char *via, const char *addr, const char *rule, double started) {
@@ -925,13 +959,14 @@ static double intercept_next_deadline(struct broker *b) {
 
 static void intercept_check_deadlines(struct broker *b, double now) {
   struct tls_state *t = b->tls;
+  reap(t); /* after the round of events that closed them */
   for (struct icon *ic = t->live, *next; ic; ic = next) {
     next = ic->next;
     if (now < ic->deadline)
       continue;
-    ic_free(ic, ic->st != IC_RELAY ? "the TLS handshakes did not finish within 10 s"
-                : ic->in_head && ic->head_len ? "a request head did not arrive within 10 s"
-                                              : "idle for 120 s");
+    ic_free(ic, ic->st != IC_RELAY                 ? "the TLS handshakes did not finish within 10 s"
+                : ic->in_head && (ic->head_len || !ic->up) ? "a request head did not arrive within 10 s"
+                                                           : "idle for 120 s");
   }
 }
 
@@ -939,6 +974,7 @@ static void intercept_close_all(struct broker *b, const char *why) {
   struct tls_state *t = b->tls;
   while (t->live)
     ic_free(t->live, why);
+  reap(t);
 }
 
 static size_t intercept_count(struct broker *b) { return ((struct tls_state *)b->tls)->n_live; }
