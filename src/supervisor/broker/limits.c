@@ -3,8 +3,9 @@
  *   connections  at most BROKER_MAX_CONNS_PER_CONTAINER (256) at once, relayed and intercepted
  *                together (the intercepted at most 64 of them, intercept.c); one more is
  *                reset at accept, with an audit record
- *   buffers      64 KiB each way per connection, and a 16 KiB request head: at most about
- *                256 x 144 KiB of relay buffers
+ *   buffers      64 KiB each way per connection, and a 16 KiB request head (an intercepted
+ *                one under 128 KiB each way): about 50 MiB for a container at its limits,
+ *                TLS state included
  *   threads      one: every connection, intercepted ones too, is on the event loop
  *   deadlines    10 s for a proxy request head or a SOCKS handshake, 300 s without a byte
  *                either way on a relayed connection (conn.c); intercepted (intercept.c): 10 s
