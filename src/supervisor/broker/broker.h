@@ -18,7 +18,10 @@
  *
  * Files: main.c (start, control protocol, event loop, end), route.c (netlink), conn.c (one TCP
  * connection: handshake, decision, connect, relay), proto.c (parsers: TLS ClientHello, HTTP
- * head, SOCKS5), dns.c (the stub, c-ares, the address map), audit.c, intercept.c. */
+ * head, SOCKS5), dns.c (the stub, c-ares, the address map), guard.c (the SSRF guard: internal
+ * ranges and the machine's own addresses), limits.c (a container's bounds), audit.c, and in
+ * codemode-broker-tls.so intercept.c (TLS, the interceptor's connections) with intercept_http.c
+ * (each request decided, the secret in, the response scrubbed). */
 #ifndef CM_SUPERVISOR_BROKER_BROKER_H
 #define CM_SUPERVISOR_BROKER_BROKER_H
 
