@@ -27,7 +27,7 @@
 
 #include "supervisor/broker/broker.h"
 
-#define GUARD_MAX_ADDRS 512
+#define GUARD_MAX_ADDRS 65536 /* more: the list is not trusted, every check refuses */
 #define GUARD_MAX_NS 2
 
 struct guard_ns {
@@ -38,13 +38,22 @@ struct guard_ns {
 struct guard {
   struct guard_ns ns[GUARD_MAX_NS];
   size_t n_ns;
-  struct addr addrs[GUARD_MAX_ADDRS];
-  size_t n_addrs;
+  struct addr *addrs;
+  size_t n_addrs, cap;
+  bool overflow;
 };
 
 static void add_addr(struct guard *g, int family, const void *bytes) {
-  if (g->n_addrs >= GUARD_MAX_ADDRS)
-    return;
+  if (g->n_addrs == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 64;
+    struct addr *grown = cap <= GUARD_MAX_ADDRS ? realloc(g->addrs, cap * sizeof(*grown)) : NULL;
+    if (grown == NULL) {
+      g->overflow = true; /* an address we could not keep: fail closed */
+      return;
+    }
+    g->addrs = grown;
+    g->cap = cap;
+  }
   struct addr *a = &g->addrs[g->n_addrs++];
   memset(a, 0, sizeof(*a));
   a->family = family;
@@ -125,7 +134,8 @@ static int open_ns(struct guard *g) {
   return 0;
 }
 
-static void refresh(struct guard *g) {
+/* False when a namespace's list could not be read: the caller refuses (fails closed). */
+static bool refresh(struct guard *g) {
   bool stale = false;
   for (size_t i = 0; i < g->n_ns; i++) {
     char buf[8192];
@@ -135,16 +145,21 @@ static void refresh(struct guard *g) {
       if (n < 0 && errno == EAGAIN)
         break;
       g->ns[i].stale = true;
-      if (n == 0)
+      if (n <= 0)
         break;
     }
     stale |= g->ns[i].stale;
   }
   if (!stale)
-    return;
+    return true;
   g->n_addrs = 0;
-  for (size_t i = 0; i < g->n_ns; i++)
+  g->overflow = false;
+  bool ok = true;
+  for (size_t i = 0; i < g->n_ns; i++) {
     g->ns[i].stale = dump_ns(g, g->ns[i].dump) < 0;
+    ok &= !g->ns[i].stale;
+  }
+  return ok && !g->overflow;
 }
 
 int guard_init(struct broker *b, char *why, size_t why_len) {
@@ -177,8 +192,7 @@ int guard_init(struct broker *b, char *why, size_t why_len) {
   if (selffd >= 0)
     close(selffd);
   b->guard = g;
-  refresh(g);
-  if (g->ns[0].stale) {
+  if (!refresh(g)) {
     snprintf(why, why_len, "the address guard: cannot list this machine's addresses: %s", strerror(errno));
     return -1;
   }
@@ -208,7 +222,10 @@ bool guard_refuses(struct broker *b, const struct addr *a, uint16_t port, const 
   if (egress_addr_is_internal(a->family, a->bytes, why))
     return true;
   if (b->guard) {
-    refresh(b->guard);
+    if (!refresh(b->guard)) {
+      *why = "this machine's addresses could not be read (netlink)";
+      return true;
+    }
     /* Prevents reaching the machine's own services (bound to 0.0.0.0) through a public name. */
     if (is_own(b->guard, a)) {
       *why = "an address of this machine";
