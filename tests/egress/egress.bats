@@ -365,9 +365,15 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   # ... also when the second one's name is cut across two TLS records.
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=split
   [ "${lines[0]}" = "400 None codemode egress: two Host headers" ]
+  # An absolute URI whose authority is not the Host's (either way round).
+  egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test https://other.allowed.test/echo=api.allowed.test
+  [ "${lines[0]}" = "400 None codemode egress: the request URI's authority and its Host header disagree" ]
+  egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test https://evil.test/echo=other.allowed.test
+  [ "${lines[0]}" = "400 None codemode egress: the request URI's authority and its Host header disagree" ]
   [ ! -s "$LAB_DIR/requests.log" ]
   [ "$(audit_count '.event == "request" and .decision == "deny" and .http_host == "evil.test" and .reason == "the Host header names a host no rule allows"')" -eq 1 ]
   [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "two Host headers"')" -eq 2 ]
+  [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "the request URI'"'"'s authority and its Host header disagree"')" -eq 2 ]
 }
 
 @test "a bounded broker: 400 stalled handshakes from one container; one thread, bounded memory, in the container's cgroup; another container's egress goes on" {

@@ -175,12 +175,19 @@ static bool emit_head(struct icon *ic, size_t hl, const char **refusal, int *sta
   }
   bool ours = names_us(ic, ic->host_hdr, strlen(ic->host_hdr));
   if (ic->url[0] != '/' && ic->url[0] != '*') {
-    /* An absolute URI: its authority must be the Host's (a request smuggled to another vhost). */
+    /* An absolute URI: its authority must be the Host's, host and port (a server that routes
+     * by the URI would otherwise serve a virtual host no rule was asked about). */
     size_t off = u.field_data[UF_HOST].off, len = u.field_data[UF_HOST].len;
-    char auth[300];
-    snprintf(auth, sizeof(auth), "%.*s:%u", (int)len, ic->url + off,
-             (u.field_set & (1 << UF_PORT)) ? u.port : (strncasecmp(ic->url, "https:", 6) == 0 ? 443 : 80));
-    if (names_us(ic, auth, strlen(auth)) != ours) {
+    unsigned dflt = strncasecmp(ic->url, "https:", 6) == 0 ? 443 : 80;
+    char uri_auth[300], host_auth[300];
+    snprintf(uri_auth, sizeof(uri_auth), "%.*s:%u", (int)len, ic->url + off,
+             (u.field_set & (1 << UF_PORT)) ? u.port : dflt);
+    const char *colon = strrchr(ic->host_hdr, ':');
+    if (colon && strchr(colon, ']') == NULL)
+      snprintf(host_auth, sizeof(host_auth), "%s", ic->host_hdr);
+    else
+      snprintf(host_auth, sizeof(host_auth), "%s:%u", ic->host_hdr, dflt);
+    if (strcasecmp(uri_auth, host_auth) != 0) {
       *refusal = "the request URI's authority and its Host header disagree";
       return false;
     }
@@ -246,7 +253,7 @@ static void refuse(struct icon *ic, int status, const char *why) {
                    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Codemode-Egress: denied\r\n"
                    "Content-Length: %zu\r\n\r\ncodemode egress: %s\n",
                    status, status == 403 ? "Forbidden" : status == 431 ? "Request Header Fields Too Large" : "Bad Request",
-                   strlen(why) + 17, why);
+                   strlen(why) + 18, why); /* "codemode egress: " why "\n" */
   SSL_write(ic->cs, msg, n); /* best effort: the refusal stands whether or not it is read */
   ic->closing = true;
 }
@@ -265,6 +272,10 @@ bool filter_request(struct icon *ic, const uint8_t *data, size_t len) {
       memcpy(ic->head + ic->head_len, data, take);
       size_t n = http_parser_execute(&ic->req, &req_settings, (const char *)ic->head + ic->head_len, take);
       enum http_errno e = HTTP_PARSER_ERRNO(&ic->req);
+      if (e == HPE_OK && n != take) {
+        refuse(ic, 400, "the request stream cannot be framed");
+        return false;
+      }
       if (e == HPE_OK) {
         ic->head_len += take;
         data += take;
@@ -292,8 +303,8 @@ bool filter_request(struct icon *ic, const uint8_t *data, size_t len) {
     }
     size_t n = http_parser_execute(&ic->req, &req_settings, (const char *)data, len);
     enum http_errno e = HTTP_PARSER_ERRNO(&ic->req);
-    if (e != HPE_OK && e != HPE_PAUSED) {
-      refuse(ic, 400, http_errno_description(e));
+    if ((e != HPE_OK && e != HPE_PAUSED) || (e == HPE_OK && n != len)) {
+      refuse(ic, 400, e != HPE_OK ? http_errno_description(e) : "the request stream cannot be framed");
       return false;
     }
     if (n > ic->skip && !up_append(ic, data + ic->skip, n - ic->skip)) {
