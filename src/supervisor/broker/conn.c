@@ -515,8 +515,10 @@ static void connected(struct broker *b, struct conn *c) {
 /* The upstream is connected and the decision made: the interceptor takes over the bound hosts,
  * everything else is relayed. */
 static void enter_relay(struct broker *b, struct conn *c) {
-  /* Only a TLS client (its ClientHello seen, nothing of it consumed) can be intercepted. */
-  if (b->tls && c->sni[0] && c->up_len == 0 && intercept_binding(b, c->host)) {
+  /* Only a TLS client (its ClientHello seen, nothing of it consumed) can be intercepted, and
+   * only when its SNI is the bound host itself: a secret never rides a connection to another
+   * name. */
+  if (b->tls && c->sni[0] && c->up_len == 0 && strcasecmp(c->sni, c->host) == 0 && intercept_binding(b, c->host)) {
     int cfd = c->cw.fd, ufd = c->uw.fd;
     broker_unwatch(b, &c->cw);
     broker_unwatch(b, &c->uw);
