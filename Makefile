@@ -111,25 +111,28 @@ $(B)/codemode-image: $(IMAGE_OBJS) $(B)/libcodemode.a
 # only it needs, c-ares (async DNS) and libmnl (netlink). The TLS interceptor (OpenSSL: the
 # per-run CA, secrets substituted for a bound host) is codemode-broker-tls.so, loaded only by a
 # broker that has a secret to substitute: libssl and libcrypto were most of every broker's
-# loader time (measured, issue 16). It calls back into the broker for the four symbols exported.
-# Every plain-HTTP request it relays is parsed by nodejs' http-parser (libhttp-parser, issue 25).
-BROKER_SRCS := $(sort $(filter-out %/intercept.c,$(wildcard src/supervisor/broker/*.c)))
+# loader time (measured, issue 16). It calls back into the broker for the symbols exported. Every
+# plain-HTTP request it relays, and every request its TLS interceptor decides, is framed by
+# nodejs' http-parser (libhttp-parser, issue 25).
+BROKER_SRCS := $(sort $(filter-out %/intercept.c %/intercept_http.c,$(wildcard src/supervisor/broker/*.c)))
 BROKER_OBJS := $(BROKER_SRCS:%.c=$(B)/%.o)
 BROKER_LIBS := -lcares -lmnl -lhttp_parser -lpthread
 BROKER_EXPORTS := -Wl,--export-dynamic-symbol=audit_write -Wl,--export-dynamic-symbol=now_mono \
-                  -Wl,--export-dynamic-symbol=proto_substitute_header -Wl,--export-dynamic-symbol=egress_host_matches
+                  -Wl,--export-dynamic-symbol=egress_host_matches -Wl,--export-dynamic-symbol=egress_check_host \
+                  -Wl,--export-dynamic-symbol=broker_watch -Wl,--export-dynamic-symbol=broker_rewatch \
+                  -Wl,--export-dynamic-symbol=broker_unwatch
 $(B)/libbroker.a: $(filter-out %/main.o,$(BROKER_OBJS))
 	@rm -f $@
 	@echo "  AR      $@"
 	@ar rcs $@ $^
 $(B)/codemode-broker: $(B)/src/supervisor/broker/main.o $(B)/libbroker.a $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) $(BROKER_EXPORTS) -o $@ $^ $(LDLIBS) $(BROKER_LIBS)
-$(B)/src/supervisor/broker/intercept.pic.o: src/supervisor/broker/intercept.c
+$(B)/src/supervisor/broker/%.pic.o: src/supervisor/broker/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $< (PIC)"
 	@$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
-$(B)/codemode-broker-tls.so: $(B)/src/supervisor/broker/intercept.pic.o
-	$(CC) $(LDFLAGS) -shared -o $@ $< -lssl -lcrypto -lpthread
+$(B)/codemode-broker-tls.so: $(B)/src/supervisor/broker/intercept.pic.o $(B)/src/supervisor/broker/intercept_http.pic.o
+	$(CC) $(LDFLAGS) -shared -o $@ $^ -lssl -lcrypto -lhttp_parser
 
 # The same objects linked against the shared glibc, for the valgrind suite: memcheck replaces
 # malloc through the loader, which a static binary does not have. `make check` builds it.

@@ -11,7 +11,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build_pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libyajl-dev
   libsystemd-dev libcmocka-dev libcurl4-openssl-dev libarchive-dev libssl-dev
   # codemode-broker (the egress broker, issue 16): async DNS, netlink (OpenSSL: above), the
-  # HTTP/1 parser every plain-HTTP request goes through (issue 25)
+  # HTTP/1 parser every plain-HTTP request and every intercepted request goes through (issue 25)
   libc-ares-dev libmnl-dev libhttp-parser-dev)
 # bats/jq drive the suites; busybox-static makes the test rootfs; iproute2 and util-linux
 # (unshare) set up namespaces to join; runc/crun are the side-by-side references; clang builds

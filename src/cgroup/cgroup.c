@@ -420,6 +420,21 @@ int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err) {
   return 0;
 }
 
+int cgroup_add_process(struct cgroup *cg, pid_t pid, struct cm_error **err) {
+  if (cg->mode == CGROUP_MODE_DISABLED)
+    return 0;
+  if (cg->systemd_pending)
+    return cm_error_set(err, EINVAL, "cgroup: add process %d before the container's own", (int)pid);
+  char value[32];
+  snprintf(value, sizeof(value), "%d", (int)pid);
+  for (size_t i = 0; i < cg->n_v1; i++)
+    if (cg_write(cg->v1[i].dir, "cgroup.procs", value, NULL, err) < 0)
+      return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
+  if (cg->v2_dir != NULL && cg_write(cg->v2_dir, "cgroup.procs", value, NULL, err) < 0)
+    return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
+  return 0;
+}
+
 int cgroup_open_for_clone(const struct cgroup *cg) {
   if (cg->mode == CGROUP_MODE_DISABLED || cg->systemd_pending || cg->v2_dir == NULL)
     return -1;

@@ -32,6 +32,9 @@ int cgroup_create_without_resources(const char *id, const struct spec_linux *l, 
 int cgroup_apply_resources(struct cgroup *cg, const struct spec_linux *l, struct cm_error **err);
 /* Move pid (the container's first process) into the cgroup. */
 int cgroup_enter(struct cgroup *cg, pid_t pid, struct cm_error **err);
+/* Another process charged to the container (its egress broker), after cgroup_enter of init:
+ * into every hierarchy the container has. */
+int cgroup_add_process(struct cgroup *cg, pid_t pid, struct cm_error **err);
 /* An fd of the cgroup2 directory to clone the first process straight into (clone_child), or -1
  * when there is none to use (v1 only, disabled, a systemd scope not created yet). */
 int cgroup_open_for_clone(const struct cgroup *cg);

@@ -708,6 +708,18 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   test_pause_at("fork");
   if (r.cgroup && cgroup_enter(r.cgroup, child, err) < 0)
     goto fail;
+  /* The broker is the container's to pay for: its memory and pids count against the
+   * container's limits, so a flood of connections from inside cannot grow it outside them. */
+  if (r.cgroup && r.broker.pid > 0 && cgroup_add_process(r.cgroup, r.broker.pid, err) < 0) {
+    /* Rootless, a cgroup made by a systemd user manager may refuse a process from outside its
+     * subtree (the move needs write access above both cgroups): the broker's own bounds (man 5
+     * codemode-profiles) still hold; said, not hidden. As root it is an error. */
+    if (geteuid() == 0)
+      goto fail;
+    fprintf(stderr, "codemode: warning: container %s: the egress broker (pid %d) stays outside the container's cgroup: %s\n",
+            opts->id, (int)r.broker.pid, (*err)->msg);
+    cm_error_freep(err);
+  }
   if (drive_child(&r, err) < 0)
     goto fail;
   test_pause_at("ready");

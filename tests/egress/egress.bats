@@ -34,6 +34,7 @@ setup() {
 
 teardown() {
   local d
+  [ -z "${MACHINE_PID:-}" ] || { kill "$MACHINE_PID"; wait "$MACHINE_PID" 2>/dev/null; }
   for d in "$ROOT"/*/; do [ -d "$d" ] && "$CODEMODE" --root "$ROOT" delete --force "$(basename "$d")" 2>/dev/null; done
   # Every broker went with its container.
   local left
@@ -56,6 +57,17 @@ egress() {
     --dns-upstream "$LAB_DNS" --audit-log "$AUDIT" "${flags[@]}" "$EG_BUNDLE" -- "$@"
   echo "# $output" >&3
   echo "# stderr: $stderr" >&3
+}
+
+# machine_server: servers.py --machine on 198.51.100.1:8081 in LAB_NET (the broker's own
+# machine) until the test ends.
+machine_server() {
+  nsenter --net="/run/netns/$LAB_NET" python3 "$BATS_TEST_DIRNAME/servers.py" --machine 198.51.100.1 8081 \
+    >"$TEST_DIR/machine.out" 2>&1 </dev/null 3>&- &
+  MACHINE_PID=$!
+  local i
+  for i in $(seq 100); do grep -q ready "$TEST_DIR/machine.out" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
 }
 
 # audit JQ-FILTER: the audit records matching a jq select() condition, compact.
@@ -199,6 +211,32 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$(audit_count '.decision == "allow" and .host == "private.allowed.test" and .addr == "10.20.0.5"')" -eq 1 ]
 }
 
+@test "names resolving to the broker machine's own addresses, their IPv4-mapped form or its broadcast are refused" {
+  # A service of "the machine" (LAB_NET, where codemode-run and its broker run) on its
+  # interface's address, as a host service bound to 0.0.0.0 would be.
+  machine_server
+  # Through the proxy (the broker resolves), the name and its IPv4-mapped form (the broker
+  # reads ::ffff:198.51.100.1 as the IPv4 address it carries).
+  egress --allow-host self.allowed.test:8081 -- /usr/bin/curl -sS -m 20 http://self.allowed.test:8081/secret.txt
+  local proxied=$output
+  egress --allow-host mapped.allowed.test:8081 -- /usr/bin/curl -sS -m 20 http://mapped.allowed.test:8081/secret.txt
+  local mapped=$output
+  # Transparently: the stub never answers with it.
+  egress --allow-host self.allowed.test:8081 -- /usr/bin/curl -sS -m 20 --noproxy '*' http://self.allowed.test:8081/secret.txt
+  local direct=$output
+  egress --allow-host bcast.allowed.test:8081 -- /usr/bin/python3 /clients/resolve.py bcast.allowed.test
+  local bcast=$output
+  [[ "$proxied" != *inside* && "$mapped" != *inside* && "$direct" != *inside* ]]
+  [ "$bcast" = "RCODE 0" ]
+  [ "$(audit_count '.event == "connect" and .decision == "deny" and .host == "self.allowed.test" and (.reason | contains("198.51.100.1: an address of this machine"))')" -eq 1 ]
+  [ "$(audit_count '.event == "connect" and .decision == "deny" and .host == "mapped.allowed.test" and (.reason | contains("198.51.100.1: an address of this machine"))')" -eq 1 ]
+  [ "$(audit_count '.event == "dns" and .host == "self.allowed.test" and (.reason | contains("198.51.100.1: an address of this machine"))')" -ge 1 ]
+  [ "$(audit_count '.event == "dns" and .host == "bcast.allowed.test" and (.reason | contains("198.51.100.255: an address of this machine"))')" -eq 1 ]
+  # A CIDR rule naming the address is the user's word: then it is reached.
+  egress --allow-host self.allowed.test:8081 --allow-cidr 198.51.100.1/32:8081 -- /usr/bin/curl -sS -m 20 http://self.allowed.test:8081/secret.txt
+  [ "$output" = "inside the machine" ]
+}
+
 @test "DNS rebinding: a public first answer, then a private one, is refused" {
   egress --allow-host rebind.allowed.test -- /usr/bin/python3 /clients/resolve.py rebind.allowed.test - 2
   [ "${lines[0]}" = "RCODE 0 203.0.113.10" ]
@@ -289,6 +327,105 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$status" -eq 125 ]
   [[ "$stderr" == *"--secret API_TOKEN=@FILE"* ]]
   [[ "$stderr" != *"$secret"* ]]
+}
+
+@test "secrets follow the request: every request of a keep-alive connection decided on its Host; what comes back is scrubbed" {
+  printf '%s\n' "$LAB_TOKEN" >"$TEST_DIR/token"
+  local flags=(--allow-host api.allowed.test --allow-host other.allowed.test --secret "GL_TOKEN=@$TEST_DIR/token"
+               --secret-host GL_TOKEN=api.allowed.test)
+  export SSL_CERT_FILE=$LAB_CA
+  # The secret's stand-in in a response: the placeholder at the value's length.
+  local masked=CODEMODE_SECRET_GL_TOKEN_____
+  [ ${#masked} -eq ${#LAB_TOKEN} ]
+  : >"$LAB_DIR/requests.log"
+  # One connection to the bound host: its own echo, a virtual host's, its chunked echo.
+  egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=api.allowed.test \
+    /echo=other.allowed.test /echo-chunked=api.allowed.test
+  [ "$status" -eq 0 ]
+  [[ "$output" != *"$LAB_TOKEN"* ]]
+  [ "${lines[0]}" = "200 Bearer $masked Authorization: Bearer $masked" ]
+  [ "${lines[1]}" = "200 Bearer CODEMODE_SECRET_GL_TOKEN Authorization: Bearer CODEMODE_SECRET_GL_TOKEN" ]
+  [ "${lines[2]}" = "200 Bearer $masked Authorization: Bearer $masked" ]
+  [ "${lines[3]}" = "connections 1" ]
+  # The bound host got the secret twice; the virtual host never.
+  [ "$(grep '"host": "api.allowed.test"' "$LAB_DIR/requests.log" | grep -c "Bearer $LAB_TOKEN")" -eq 2 ]
+  [ "$(grep '"host": "other.allowed.test"' "$LAB_DIR/requests.log" | grep -c "Bearer CODEMODE_SECRET_GL_TOKEN")" -eq 1 ]
+  [ "$(grep -c "$LAB_TOKEN" "$LAB_DIR/requests.log")" -eq 2 ]
+  [ "$(audit_count '.event == "request" and .http_host == "other.allowed.test" and .reason == "the Host header is not the bound host: no secret substituted"')" -eq 1 ]
+  [ "$(audit_count '.event == "connect" and .intercepted == true and .secret == "GL_TOKEN"')" -eq 1 ]
+  # curl through the proxy: the echo in the headers and the body, split across reads.
+  egress "${flags[@]}" -- /usr/bin/curl -sS -m 20 -D - -H 'Authorization: Bearer CODEMODE_SECRET_GL_TOKEN' https://api.allowed.test/echo
+  [ "$status" -eq 0 ]
+  [[ "$output" != *"$LAB_TOKEN"* ]]
+  [[ "$output" == *"X-Echo: Bearer $masked"* && "$output" == *"Authorization: Bearer $masked"* ]]
+  # A tunnel to the bound host whose TLS names another (allowed) host: not intercepted, no secret,
+  # whatever its Host header says.
+  : >"$LAB_DIR/requests.log"
+  egress "${flags[@]}" -- /usr/bin/curl -sS -m 20 --connect-to other.allowed.test:443:api.allowed.test:443 \
+    -H 'Host: api.allowed.test' -H 'Authorization: Bearer CODEMODE_SECRET_GL_TOKEN' https://other.allowed.test/echo
+  [ "$status" -eq 0 ]
+  [ "$output" = "Authorization: Bearer CODEMODE_SECRET_GL_TOKEN" ]
+  [ "$(grep -c "$LAB_TOKEN" "$LAB_DIR/requests.log")" -eq 0 ]
+  [ "$(audit_count '.event == "connect" and .host == "api.allowed.test" and .sni == "other.allowed.test" and .intercepted != true')" -eq 1 ]
+  # A virtual host no rule allows, and two Host headers: refused, audited, no request made.
+  : >"$LAB_DIR/requests.log"
+  egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=evil.test
+  [ "${lines[0]}" = "403 None codemode egress: the Host header names a host no rule allows" ]
+  egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=2
+  [ "${lines[0]}" = "400 None codemode egress: two Host headers" ]
+  # ... also when the second one's name is cut across two TLS records.
+  egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=split
+  [ "${lines[0]}" = "400 None codemode egress: two Host headers" ]
+  # An absolute URI whose authority is not the Host's (either way round).
+  egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test https://other.allowed.test/echo=api.allowed.test
+  [ "${lines[0]}" = "400 None codemode egress: the request URI's authority and its Host header disagree" ]
+  egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test https://evil.test/echo=other.allowed.test
+  [ "${lines[0]}" = "400 None codemode egress: the request URI's authority and its Host header disagree" ]
+  [ ! -s "$LAB_DIR/requests.log" ]
+  [ "$(audit_count '.event == "request" and .decision == "deny" and .http_host == "evil.test" and .reason == "the Host header names a host no rule allows"')" -eq 1 ]
+  [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "two Host headers"')" -eq 2 ]
+  [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "the request URI'"'"'s authority and its Host header disagree"')" -eq 2 ]
+}
+
+@test "a bounded broker: 400 stalled handshakes from one container; one thread, bounded memory, in the container's cgroup; another container's egress goes on" {
+  printf '%s\n' "$LAB_TOKEN" >"$TEST_DIR/token"
+  export SSL_CERT_FILE=$LAB_CA
+  local flags=(--allow-host api.allowed.test --secret "GL_TOKEN=@$TEST_DIR/token" --secret-host GL_TOKEN=api.allowed.test)
+  # 150 whole ClientHellos (intercepted: the broker is their TLS server) and 250 halves, all
+  # stalled for 25 s.
+  in_net timeout --kill-after=5 90 "$CODEMODE_RUN" --root "$ROOT" --id "$CID-flood" --dns-upstream "$LAB_DNS" \
+    --audit-log "$AUDIT" "${flags[@]}" "$EG_BUNDLE" -- /usr/bin/python3 /clients/flood.py api.allowed.test 150 250 25 \
+    >"$TEST_DIR/flood.out" 2>"$TEST_DIR/flood.err" </dev/null 3>&- &
+  local flood=$! i
+  for i in $(seq 600); do grep -q held "$TEST_DIR/flood.out" 2>/dev/null && break; sleep 0.1; done
+  cat "$TEST_DIR/flood.out" "$TEST_DIR/flood.err" >&3
+  grep -q held "$TEST_DIR/flood.out"
+  local broker init
+  broker=$(cut -d' ' -f1 "$ROOT/$CID-flood/supervisor")
+  init=$("$CODEMODE" --root "$ROOT" state "$CID-flood" | jq -r .pid)
+  local threads rss
+  threads=$(awk '/^Threads:/ { print $2 }' "/proc/$broker/status")
+  rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$broker/status")
+  echo "# broker $broker: threads $threads, VmRSS $rss kB; fds $(ls "/proc/$broker/fd" | wc -l)" >&3
+  # Meanwhile another container reaches the same host, secret and all.
+  egress "${flags[@]}" -- /usr/bin/curl -sS -m 20 -H 'Authorization: Bearer CODEMODE_SECRET_GL_TOKEN' https://api.allowed.test/api/v4/projects
+  local other_status=$status other=$output
+  # The broker is charged to the flooding container: the same memory and pids cgroups as its init.
+  local bcg icg
+  bcg=$(grep -E ':(memory|pids):|^0::' "/proc/$broker/cgroup" | sort)
+  icg=$(grep -E ':(memory|pids):|^0::' "/proc/$init/cgroup" | sort)
+  echo "# broker cgroups: $bcg / init: $icg" >&3
+  wait "$flood" || true
+  cat "$TEST_DIR/flood.out" >&3
+  [ "$other_status" -eq 0 ]
+  [[ "$other" == *"seen with the real token"* ]]
+  [ "$threads" -eq 1 ]
+  [ "$rss" -lt 65536 ]
+  [ -n "$bcg" ] && [ "$bcg" = "$icg" ]
+  # Past the bounds: refused at once, audited with the reason.
+  [ "$(audit_count '.decision == "deny" and .reason == "too many intercepted connections (at most 64 at once)"')" -ge 1 ]
+  [ "$(audit_count '.decision == "deny" and .reason == "too many connections (at most 256 at once)"')" -ge 1 ]
+  [ "$(audit_count '.intercepted == true and .reason == "the TLS handshakes did not finish within 10 s"')" -ge 1 ]
 }
 
 @test "secret placeholders: substituted by the broker for the bound host only; the server sees only the placeholder" {

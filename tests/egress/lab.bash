@@ -10,6 +10,9 @@
 #                10.20.0.5    private.allowed.test (a real server: a guard failure would show)
 #                169.254.169.254 meta.allowed.test   loop.allowed.test → 127.0.0.1
 #                rebind.allowed.test: first answer 203.0.113.10, then 10.20.0.5
+#                self.allowed.test → 198.51.100.1 (LAB_NET's own address: the broker's machine),
+#                mapped.allowed.test → ::ffff:198.51.100.1 (its IPv4-mapped form, AAAA only),
+#                bcast.allowed.test → 198.51.100.255 (the subnet's broadcast)
 #              dnsmasq on 203.0.113.53 answers these; servers.py serves HTTPS on 443/8443 and
 #              HTTP on 80 on every address (tests/egress/servers.py).
 #
@@ -62,7 +65,8 @@ lab_up() {
     --address=/api.allowed.test/203.0.113.10 --address=/other.allowed.test/203.0.113.11 \
     --address=/evil.test/203.0.113.20 --address=/plain.allowed.test/203.0.113.30 \
     --address=/private.allowed.test/10.20.0.5 --address=/meta.allowed.test/169.254.169.254 \
-    --address=/loop.allowed.test/127.0.0.1 --server=/rebind.allowed.test/203.0.113.54 --local=/test/ --local-ttl=60 \
+    --address=/loop.allowed.test/127.0.0.1 --address=/self.allowed.test/198.51.100.1 \
+    --address=/mapped.allowed.test/::ffff:198.51.100.1 --address=/bcast.allowed.test/198.51.100.255 --server=/rebind.allowed.test/203.0.113.54 --local=/test/ --local-ttl=60 \
     </dev/null >>"$LAB_DIR/dnsmasq.log" 2>&1 &
   echo $! >"$LAB_DIR/dnsmasq.job"
   ip netns exec "$LAB_HOSTS" python3 "$(dirname "${BASH_SOURCE[0]}")/servers.py" "$LAB_DIR/host.pem" \

@@ -7,11 +7,33 @@
 #     /headers          the request's headers as JSON
 #     /bytes/N          N bytes
 #     /api/v4/...       a GitLab-API-shaped answer, 401 unless "Authorization: Bearer $TOKEN"
+#     /echo             a debug endpoint that hands the request's Authorization back, in a
+#                       response header (X-Echo) and in the body, the body in two writes 0.3 s
+#                       apart split inside the value; /echo-chunked: the same body chunked, the
+#                       split between two chunks
 #   a banner on :2222 (the server speaks first, as SSH does), then the connection closes
 #   a DNS server on 203.0.113.54:53 for rebind.allowed.test: the first answer public
 #   (203.0.113.10), every later one private (10.20.0.5): DNS rebinding.
 #   Every request is appended to $LOG (one JSON line: host, path, headers).
-import http.server, json, os, socket, socketserver, ssl, struct, sys, threading
+import http.server, json, os, socket, socketserver, ssl, struct, sys, threading, time
+
+if sys.argv[1] == "--machine":
+    # servers.py --machine ADDR PORT: a service of "the machine" itself (the broker's network
+    # namespace), answering "inside the machine" to any GET. A plain TCPServer: HTTPServer's
+    # bind asks DNS for the address's name, which the machine's namespace cannot reach.
+    class Machine(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        def log_message(self, *a):
+            pass
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "19")
+            self.end_headers()
+            self.wfile.write(b"inside the machine\n")
+    socketserver.TCPServer.allow_reuse_address = True
+    srv = socketserver.ThreadingTCPServer((sys.argv[2], int(sys.argv[3])), Machine)
+    print("ready", flush=True)
+    srv.serve_forever()
 
 cert, key, log_path, token = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 log_lock = threading.Lock()
@@ -35,6 +57,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_body(200, ("hello from %s\n" % host).encode())
         elif self.path == "/headers":
             self.send_body(200, json.dumps(dict(self.headers.items())).encode(), "application/json")
+        elif self.path in ("/echo", "/echo-chunked"):
+            auth = self.headers.get("Authorization") or ""
+            body = ("Authorization: %s\n" % auth).encode()
+            half = len(body) // 2 + 3
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("X-Echo", auth)
+            chunked = self.path == "/echo-chunked"
+            self.send_header("Transfer-Encoding" if chunked else "Content-Length", "chunked" if chunked else str(len(body)))
+            self.end_headers()
+            for i, part in enumerate((body[:half], body[half:])):
+                if i:
+                    time.sleep(0.3)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
+                self.wfile.flush()
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
         elif self.path.startswith("/bytes/"):
             n = int(self.path.split("/")[2])
             self.send_response(200)

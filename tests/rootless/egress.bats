@@ -160,6 +160,25 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ -z "$(ls -A "$ROOT")" ]
 }
 
+@test "rootless egress: a bound host that echoes the secret hands back the placeholder (headers and body, split across reads), and a virtual host gets none" {
+  printf '%s\n' "$LAB_TOKEN" >"$TEST_DIR/token"
+  export SSL_CERT_FILE=$LAB_CA
+  local masked=CODEMODE_SECRET_GL_TOKEN_____ seen_before
+  seen_before=$(grep -c "Bearer $LAB_TOKEN" "$LAB_DIR/requests.log" || true)
+  egress --allow-host api.allowed.test --allow-host other.allowed.test --secret "GL_TOKEN=@$TEST_DIR/token" \
+    --secret-host GL_TOKEN=api.allowed.test -- /bin/sh -c '
+      /usr/bin/curl -sS -m 20 -D - -H "Authorization: Bearer $GL_TOKEN" https://api.allowed.test/echo-chunked;
+      /usr/bin/curl -sS -m 20 -H "Host: other.allowed.test" -H "Authorization: Bearer $GL_TOKEN" https://api.allowed.test/echo'
+  [ "$status" -eq 0 ]
+  [[ "$output" != *"$LAB_TOKEN"* ]]
+  [[ "$output" == *"X-Echo: Bearer $masked"* ]]
+  [[ "$output" == *"Authorization: Bearer $masked"* ]]
+  [ "${lines[${#lines[@]} - 1]}" = "Authorization: Bearer CODEMODE_SECRET_GL_TOKEN" ]
+  # The bound host got the value once (the echo); the virtual host's request only the placeholder.
+  [ "$(grep -c "Bearer $LAB_TOKEN" "$LAB_DIR/requests.log")" -eq $((seen_before + 1)) ]
+  [ "$(audit_count '.event == "request" and .http_host == "other.allowed.test" and .reason == "the Host header is not the bound host: no secret substituted"')" -eq 1 ]
+}
+
 @test "rootless egress: the MCP SDK client drives server-gitlab through codemode-run --allow-host, its token a placeholder" {
   [ -e "${EG_WORK:-}/mcp-client.mjs" ] || skip "the egress suite's npm packages are not installed (tests/egress/npm-install.sh)"
   local repo nb=$BATS_FILE_TMPDIR/node-bundle

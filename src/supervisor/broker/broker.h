@@ -19,7 +19,11 @@
  * Files: main.c (start, control protocol, event loop, end), route.c (netlink), conn.c (one TCP
  * connection: life, decision, connect, first bytes; conn.h its state), handshake.c (proxy head,
  * SOCKS5), relay.c (the relay), addr.c (addresses), proto.c (TLS ClientHello, the proxy
- * request's rewrite), http1.c (the HTTP/1 parser), dns.c (the stub, c-ares, the address map), audit.c, intercept.c. */
+ * request's rewrite), http1.c (the HTTP/1 parser), dns.c (the stub, c-ares, the address map),
+ * guard.c (the SSRF guard: internal ranges and the machine's own addresses), limits.c (a
+ * container's bounds), audit.c, and in codemode-broker-tls.so intercept.c (TLS, the
+ * interceptor's connections) with intercept_http.c (each request decided, the secret in, the
+ * response scrubbed). */
 #ifndef CM_SUPERVISOR_BROKER_BROKER_H
 #define CM_SUPERVISOR_BROKER_BROKER_H
 
@@ -97,6 +101,7 @@ struct broker {
   size_t n_secrets;
   void *tls; /* intercept.c's state, NULL without secrets */
   const struct broker_tls_ops *tls_ops;
+  struct guard *guard; /* guard.c: this machine's own addresses */
   struct conn *conns; /* every live connection (for deadlines and the final records) */
   struct conn *graveyard; /* closed this round, freed at its end */
   size_t n_conns;
@@ -111,6 +116,22 @@ double now_mono(void);
 
 /* route.c: through the netlink socket init opened in the container's namespace. */
 int route_setup(int nlfd, char *why, size_t why_len);
+
+/* guard.c: the SSRF / rebinding guard, the one test of every address we hand out or connect
+ * to. guard_init (before the privileges go) learns this machine's addresses. */
+int guard_init(struct broker *b, char *why, size_t why_len);
+bool guard_refuses(struct broker *b, const struct addr *a, uint16_t port, const char **why);
+
+/* limits.c: what one container may hold in its broker (man 5 codemode-profiles). */
+#define BROKER_MAX_CONNS_PER_CONTAINER 256
+#define BROKER_HEAD_TIMEOUT 10.0 /* a proxy request head, a SOCKS handshake */
+#define BROKER_HEAD_TIMEOUT_TEXT "10 s"
+#define BROKER_IDLE_TIMEOUT 300.0 /* a relayed connection where nothing moves */
+#define BROKER_IDLE_TIMEOUT_TEXT "300 s"
+/* May another connection be accepted? If not, the refusal is audited (reason). */
+bool limits_admit(struct broker *b, const char *via);
+double limits_next_deadline(struct broker *b, double conn_next);
+void limits_check_deadlines(struct broker *b, double now);
 
 /* conn.c */
 void conn_accept(struct broker *b, struct listener *l);
@@ -184,9 +205,13 @@ struct broker_tls_ops {
   /* Make the per-run CA (its PEM in *ca_pem) and the TLS contexts. */
   int (*init)(struct broker *b, char **ca_pem, char *why, size_t why_len);
   /* Take over a decided connection: TLS to the client (a leaf for host), TLS upstream, the
-   * substitution. Runs on its own thread; the fds are its to close. */
+   * substitution. On the broker's event loop (broker_watch); the fds are its to close. */
   void (*start)(struct broker *b, int client_fd, int upstream_fd, const char *host, uint16_t port, const char *via,
                 const char *addr, const char *rule, double started);
+  double (*next_deadline)(struct broker *b); /* 0: none */
+  void (*check_deadlines)(struct broker *b, double now);
+  void (*close_all)(struct broker *b, const char *why);
+  size_t (*count)(struct broker *b); /* intercepted connections alive */
 };
 #define BROKER_TLS_OPS_SYMBOL "codemode_broker_tls_ops"
 

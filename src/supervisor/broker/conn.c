@@ -42,14 +42,13 @@
 #include "supervisor/broker/conn.h"
 
 #define CONNECT_TIMEOUT 10.0
-#define HANDSHAKE_TIMEOUT 30.0
+#define HANDSHAKE_TIMEOUT BROKER_HEAD_TIMEOUT
 /* How long a connection has to send its first bytes (a ClientHello, a request head) once we
  * wait for them. At the end it is closed, never relayed: the name decides, not a timer. */
 #define FIRST_BYTES_TIMEOUT 10.0
 /* A CIDR rule allows an address whatever the client says: a client silent this long under one
  * speaks a protocol where the server speaks first (SSH, SMTP), relayed by that rule alone. */
 #define SERVER_FIRST_GRACE 0.3
-#define MAX_CONNS 1024
 
 
 static void on_client(struct broker *b, struct watch *w, uint32_t ev);
@@ -204,7 +203,9 @@ void conn_accept(struct broker *b, struct listener *l) {
     int fd = accept4(l->w.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0)
       return;
-    if (b->n_conns >= MAX_CONNS || b->stopping) {
+    if (b->stopping || !limits_admit(b, l->role == EGRESS_SOCK_HTTP_PROXY ? "proxy" : l->role == EGRESS_SOCK_SOCKS ? "socks" : "transparent")) {
+      struct linger lg = {.l_onoff = 1, .l_linger = 0}; /* a reset: refused at once, never a hang */
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
       close(fd);
       continue;
     }
@@ -321,8 +322,7 @@ void conn_resolved(struct broker *b, struct conn *c, const struct addr *addrs, s
     const char *w;
     /* The SSRF / rebinding guard, on the answer we are about to use (never one the container
      * got earlier): internal addresses only where a CIDR rule names them. */
-    if (egress_addr_is_internal(addrs[i].family, addrs[i].bytes, &w) &&
-        !egress_check_addr(&b->policy, addrs[i].family, addrs[i].bytes, c->port).allowed) {
+    if (guard_refuses(b, &addrs[i], c->port, &w)) {
       char t[64];
       size_t rl = strlen(refused);
       snprintf(refused + rl, sizeof(refused) - rl, "%s%s", rl ? "," : "", addr_text(&addrs[i], t));
@@ -367,6 +367,11 @@ static void decide_addr(struct broker *b, struct conn *c, const char *name) {
   if (!cidr.allowed && cidr.rule) {
     c->rule = cidr.rule->text;
     refuse_first(b, c, "denied by rule");
+    return;
+  }
+  const char *inside;
+  if (guard_refuses(b, &c->dst, c->port, &inside)) { /* an answer gone stale, a CONNECT to an IP */
+    refuse_first(b, c, inside);
     return;
   }
   if (name) {
@@ -488,8 +493,10 @@ static void connected(struct broker *b, struct conn *c) {
 /* The upstream is connected and the decision made: the interceptor takes over the bound hosts,
  * everything else is relayed. */
 static void enter_relay(struct broker *b, struct conn *c) {
-  /* Only a TLS client (its ClientHello seen, nothing of it consumed) can be intercepted. */
-  if (b->tls && c->sni[0] && c->up_len == 0 && intercept_binding(b, c->host)) {
+  /* Only a TLS client (its ClientHello seen, nothing of it consumed) can be intercepted, and
+   * only when its SNI is the bound host itself: a secret never rides a connection to another
+   * name. */
+  if (b->tls && c->sni[0] && c->up_len == 0 && strcasecmp(c->sni, c->host) == 0 && intercept_binding(b, c->host)) {
     int cfd = c->cw.fd, ufd = c->uw.fd;
     broker_unwatch(b, &c->cw);
     broker_unwatch(b, &c->uw);
@@ -729,9 +736,12 @@ void conn_check_deadlines(struct broker *b, double now) {
         upstream_failed(b, c, "connect", ETIMEDOUT);
       } else if (c->st == CS_RELAY && c->refuse_status) {
         conn_finish_refusal(b, c);
+      } else if (c->st == CS_RELAY) {
+        conn_record(b, c, true, "idle: nothing moved either way for " BROKER_IDLE_TIMEOUT_TEXT);
+        conn_free(b, c);
       } else if (c->st != CS_RESOLVING) {
         /* a handshake that never finished */
-        conn_record(b, c, false, "the proxy or SOCKS handshake did not complete within 30 s");
+        conn_record(b, c, false, "the proxy or SOCKS handshake did not complete within " BROKER_HEAD_TIMEOUT_TEXT);
         conn_free(b, c);
       }
     }

@@ -341,7 +341,7 @@ static void on_stub_addrinfo(void *arg, int status, int timeouts, struct ares_ad
     const char *w;
     /* The SSRF / rebinding guard: a public name never leads inside, unless a CIDR rule says
      * this address may be reached (on some port). */
-    if (egress_addr_is_internal(a.family, a.bytes, &w) && !egress_check_addr(&b->policy, a.family, a.bytes, 0).allowed) {
+    if (guard_refuses(b, &a, 0, &w)) {
       size_t rl = strlen(refused);
       snprintf(refused + rl, sizeof(refused) - rl, "%s%s", rl ? "," : "", text);
       why = w;

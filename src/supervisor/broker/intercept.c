@@ -1,17 +1,30 @@
 /* Secrets the container can use but not read (placeholder mode): for a host a secret is bound
  * to, the broker terminates the container's TLS with a certificate of its own per-run CA, opens
- * a verified TLS connection to the real host, and in the request head replaces the placeholder
+ * a verified TLS connection to the real host, and in each request head replaces the placeholder
  * CODEMODE_SECRET_<NAME> in the bound header (Authorization unless named) with the secret.
  *
  * The CA exists only for this run: its key never leaves this process's memory (no file, no
  * core dump: the broker is non-dumpable), it is valid for a week, and its name constraints
  * permit only the bound hosts, so even a stolen key could not vouch for any other name. The
- * container trusts it through its CA bundle (runtime/egress.c). Only HTTP/1.1 is offered
- * (ALPN), one request per connection (Connection: close), so every request head passes here.
- * Requests to any other host never see the secret: no interception, no substitution.
+ * container trusts it through its CA bundle (runtime/egress.c).
  *
- * Each intercepted connection runs on its own thread with blocking I/O: these are the few
- * connections to a bound API, and OpenSSL is simplest that way. */
+ * Secrets follow the request, not the connection. Only HTTP/1.1 is offered in ALPN (no h2: every
+ * request passes through one HTTP/1.x parser, nodejs' http-parser). Every request on the
+ * connection (keep-alive, pipelined) is framed by it and decided on its own: its Host (exactly
+ * one) and an absolute URI's authority must name the connection's host (its SNI) for the
+ * secret to go in; a request for another host gets no secret (and is refused unless a rule
+ * allows that host); an Upgrade is refused (after it the stream would no longer be HTTP). What
+ * comes back is scrubbed: every occurrence of a secret's value, in headers and bodies, also
+ * split across reads, is replaced by its placeholder before the container sees it (a bound
+ * host that echoes headers — debug endpoints, TRACE, error pages — must not hand it over). The
+ * replacement keeps the value's length (the placeholder cut or padded with '_'), so that
+ * Content-Length and chunk sizes stay true; bytes that may begin a value are held back until
+ * the next read or the response's end (framed by a second parser). A substituted request asks
+ * for an identity encoding: a compressed echo could not be scrubbed.
+ *
+ * Every intercepted connection lives on the broker's event loop (non-blocking OpenSSL, no
+ * thread): at most INTERCEPT_MAX at once, a deadline for the handshakes and for each request
+ * head, an idle deadline after. */
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/err.h>
@@ -19,26 +32,30 @@
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "supervisor/broker/broker.h"
+#include "supervisor/broker/intercept.h"
+
 
 struct tls_state {
   EVP_PKEY *ca_key, *leaf_key;
   X509 *ca;
   SSL_CTX *server, *client;
-  pthread_mutex_t lock; /* the leaf cache */
   struct leaf {
     char host[256];
     X509 *cert;
   } leaves[64];
   size_t n_leaves;
+  struct icon *live;
+  size_t n_live;
+  struct icon *graveyard; /* closed this round, freed at the next deadline check */
 };
 
 static EVP_PKEY *new_key(void) { return EVP_EC_gen("P-256"); }
@@ -76,13 +93,10 @@ static X509 *new_cert(EVP_PKEY *key, const char *cn) {
 
 /* The leaf certificate for host, signed by the CA (cached). */
 static X509 *leaf_for(struct tls_state *t, const char *host) {
-  pthread_mutex_lock(&t->lock);
   for (size_t i = 0; i < t->n_leaves; i++)
     if (strcmp(t->leaves[i].host, host) == 0) {
-      X509 *c = t->leaves[i].cert;
-      X509_up_ref(c);
-      pthread_mutex_unlock(&t->lock);
-      return c;
+      X509_up_ref(t->leaves[i].cert);
+      return t->leaves[i].cert;
     }
   X509 *c = new_cert(t->leaf_key, host);
   char san[300];
@@ -95,7 +109,6 @@ static X509 *leaf_for(struct tls_state *t, const char *host) {
       add_ext(c, t->ca, NID_authority_key_identifier, "keyid:always") < 0 ||
       X509_sign(c, t->ca_key, EVP_sha256()) == 0) {
     X509_free(c);
-    pthread_mutex_unlock(&t->lock);
     return NULL;
   }
   if (t->n_leaves < sizeof(t->leaves) / sizeof(t->leaves[0])) {
@@ -103,10 +116,10 @@ static X509 *leaf_for(struct tls_state *t, const char *host) {
     t->leaves[t->n_leaves++].cert = c;
     X509_up_ref(c);
   }
-  pthread_mutex_unlock(&t->lock);
   return c;
 }
 
+/* Only http/1.1: an h2 client would carry requests this parser does not frame. */
 static int alpn_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
                        unsigned int inlen, void *arg) {
   static const unsigned char h11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
@@ -121,7 +134,6 @@ static int intercept_init(struct broker *b, char **ca_pem, char *why, size_t why
   struct tls_state *t = calloc(1, sizeof(*t));
   if (t == NULL)
     return -1;
-  pthread_mutex_init(&t->lock, NULL);
   t->ca_key = new_key();
   t->leaf_key = new_key();
   char cn[200];
@@ -163,10 +175,10 @@ static int intercept_init(struct broker *b, char **ca_pem, char *why, size_t why
     snprintf(why, why_len, "the host's trust store: %s", ERR_error_string(ERR_get_error(), NULL));
     return -1;
   }
-  /* Blocking sockets: a post-handshake message (a TLS 1.3 session ticket) must not make a read
-   * wait for application data that poll() did not promise. */
-  SSL_CTX_clear_mode(t->server, SSL_MODE_AUTO_RETRY);
-  SSL_CTX_clear_mode(t->client, SSL_MODE_AUTO_RETRY);
+  for (int i = 0; i < 2; i++) {
+    SSL_CTX *ctx = i ? t->client : t->server;
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+  }
   BIO *mem = BIO_new(BIO_s_mem());
   PEM_write_bio_X509(mem, t->ca);
   char *data;
@@ -179,219 +191,330 @@ static int intercept_init(struct broker *b, char **ca_pem, char *why, size_t why
 
 /* --- one intercepted connection --------------------------------------------------------------- */
 
-struct job {
-  struct broker *b;
-  int cfd, ufd;
-  char host[256], via[16], addr[64], rule[300];
-  uint16_t port;
-  double started;
-};
+static struct icon *from_cw(struct watch *w) { return (struct icon *)((char *)w - offsetof(struct icon, cw)); }
+static struct icon *from_uw(struct watch *w) { return (struct icon *)((char *)w - offsetof(struct icon, uw)); }
 
-static bool ssl_write_all(SSL *s, const void *buf, size_t len) {
-  const char *p = buf;
-  while (len) {
-    int n = SSL_write(s, p, (int)len);
-    if (n <= 0) {
-      int e = SSL_get_error(s, n);
-      if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-        continue;
-      return false;
-    }
-    p += n;
-    len -= (size_t)n;
+static void ic_free(struct icon *ic, const char *reason) {
+  struct broker *b = ic->b;
+  struct tls_state *t = b->tls;
+  struct audit_record r = {.event = "connect",
+                           .decision = "allow",
+                           .via = ic->via,
+                           .host = ic->host,
+                           .port = ic->port,
+                           .sni = ic->host,
+                           .addr = ic->addr,
+                           .rule = ic->rule[0] ? ic->rule : NULL,
+                           .reason = reason,
+                           .intercepted = true,
+                           .secret = ic->secret_used,
+                           .bytes_up = ic->up,
+                           .bytes_down = ic->down,
+                           .duration_ms = (now_mono() - ic->started) * 1000};
+  audit_write(b, &r);
+  if (reason && ic->cw.fd >= 0) {
+    /* The container's client gets a reset rather than a hang. */
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(ic->cw.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
   }
+  for (int i = 0; i < 2; i++) {
+    struct watch *w = i ? &ic->uw : &ic->cw;
+    if (w->fd >= 0) {
+      broker_unwatch(b, w);
+      close(w->fd);
+    }
+  }
+  SSL_free(ic->cs);
+  SSL_free(ic->us);
+  ic->cs = ic->us = NULL;
+  if (ic->upbuf)
+    OPENSSL_cleanse(ic->upbuf, ic->up_cap); /* it held the secret */
+  OPENSSL_cleanse(ic->head, sizeof(ic->head));
+  free(ic->upbuf);
+  free(ic->downbuf);
+  ic->upbuf = ic->downbuf = NULL;
+  if (ic->prev)
+    ic->prev->next = ic->next;
+  else
+    t->live = ic->next;
+  if (ic->next)
+    ic->next->prev = ic->prev;
+  t->n_live--;
+  /* Freed later: the same round of epoll events may still hold the other socket's event. */
+  ic->closed = true;
+  ic->next = t->graveyard;
+  t->graveyard = ic;
+}
+
+static void reap(struct tls_state *t) {
+  while (t->graveyard) {
+    struct icon *ic = t->graveyard;
+    t->graveyard = ic->next;
+    free(ic);
+  }
+}
+
+/* --- moving bytes -------------------------------------------------------------------------------- */
+
+/* 1 progress, 0 would block (*want: EPOLLIN/EPOLLOUT on that socket), -1 closed or failed. */
+static int ssl_result(SSL *s, int n, uint32_t *want) {
+  if (n > 0)
+    return 1;
+  int e = SSL_get_error(s, n);
+  if (e == SSL_ERROR_WANT_READ) {
+    *want |= EPOLLIN;
+    return 0;
+  }
+  if (e == SSL_ERROR_WANT_WRITE) {
+    *want |= EPOLLOUT;
+    return 0;
+  }
+  return -1;
+}
+
+static void set_interest(struct icon *ic, struct watch *w, uint32_t *cur, uint32_t want) {
+  if (w->fd >= 0 && *cur != want) {
+    broker_rewatch(ic->b, w, want);
+    *cur = want;
+  }
+}
+
+/* Move what can move, both ways; false when the connection is over (reason set). */
+static bool pump(struct icon *ic, uint32_t *cwant, uint32_t *uwant, const char **reason) {
+  for (int round = 0; round < 16; round++) {
+    bool moved = false;
+    uint8_t buf[IC_CHUNK];
+    if (!ic->client_eof && !ic->closing && ic->up_len <= ic->up_cap - (IC_CHUNK + 2 * BROKER_HEAD_MAX)) {
+      int n = SSL_read(ic->cs, buf, sizeof(buf));
+      int r = ssl_result(ic->cs, n, cwant);
+      if (r > 0) {
+        moved = true;
+        if (!filter_request(ic, buf, (size_t)n))
+          return false; /* refused: the answer is written and audited; the connection ends */
+      } else if (r < 0) {
+        ic->client_eof = true;
+      }
+    }
+    if (ic->up_len) {
+      int n = SSL_write(ic->us, ic->upbuf, (int)ic->up_len);
+      int r = ssl_result(ic->us, n, uwant);
+      if (r > 0) {
+        ic->up += n;
+        OPENSSL_cleanse(ic->upbuf, (size_t)n);
+        memmove(ic->upbuf, ic->upbuf + n, ic->up_len - (size_t)n);
+        ic->up_len -= (size_t)n;
+        moved = true;
+      } else if (r < 0) {
+        *reason = "upstream write failed";
+        return false;
+      }
+    }
+    if (!ic->upstream_eof && ic->down_len <= BROKER_BUF) {
+      int n = SSL_read(ic->us, buf, sizeof(buf));
+      int r = ssl_result(ic->us, n, uwant);
+      if (r > 0) {
+        moved = true;
+        if (!filter_response(ic, buf, (size_t)n)) {
+          *reason = "a malformed response from the bound host";
+          return false;
+        }
+      } else if (r < 0) {
+        ic->upstream_eof = true;
+        filter_response_end(ic);
+      }
+    }
+    if (ic->down_len) {
+      int n = SSL_write(ic->cs, ic->downbuf, (int)ic->down_len);
+      int r = ssl_result(ic->cs, n, cwant);
+      if (r > 0) {
+        ic->down += n;
+        memmove(ic->downbuf, ic->downbuf + n, ic->down_len - (size_t)n);
+        ic->down_len -= (size_t)n;
+        moved = true;
+      } else if (r < 0) {
+        ic->client_eof = true;
+        return false;
+      }
+    }
+    if (ic->upstream_eof && ic->down_len == 0)
+      return false; /* the response is delivered */
+    if (ic->client_eof && ic->up_len == 0 && ic->n_inflight == 0 && ic->down_len == 0)
+      return false;
+    if (ic->closing && ic->down_len == 0)
+      return false;
+    if (!moved)
+      break;
+    *cwant = *uwant = 0;
+  }
+  if (!ic->client_eof && !ic->closing)
+    *cwant |= EPOLLIN;
+  if (!ic->upstream_eof)
+    *uwant |= EPOLLIN;
+  if (ic->down_len)
+    *cwant |= EPOLLOUT;
+  if (ic->up_len)
+    *uwant |= EPOLLOUT;
   return true;
 }
 
-/* Read into buf; >0 bytes, 0 EOF, -1 nothing now (try after poll), -2 error. */
-static int ssl_read_some(SSL *s, void *buf, int len) {
-  int n = SSL_read(s, buf, len);
-  if (n > 0)
-    return n;
-  int e = SSL_get_error(s, n);
-  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-    return -1;
-  if (e == SSL_ERROR_ZERO_RETURN)
-    return 0;
-  return e == SSL_ERROR_SYSCALL && n == 0 ? 0 : -2;
+static void step(struct icon *ic) {
+  struct tls_state *t = ic->b->tls;
+  uint32_t cwant = 0, uwant = 0;
+  char why[300];
+  if (ic->st == IC_UP_HANDSHAKE) {
+    int r = ssl_result(ic->us, SSL_connect(ic->us), &uwant);
+    if (r < 0) {
+      long v = SSL_get_verify_result(ic->us);
+      snprintf(why, sizeof(why), "upstream TLS: %s",
+               v != X509_V_OK ? X509_verify_cert_error_string(v) : ERR_error_string(ERR_get_error(), NULL));
+      ic_free(ic, why);
+      return;
+    }
+    if (r == 0)
+      goto wait;
+    X509 *leaf = leaf_for(t, ic->host);
+    ic->cs = SSL_new(t->server);
+    if (leaf == NULL || ic->cs == NULL || SSL_use_certificate(ic->cs, leaf) != 1 ||
+        SSL_use_PrivateKey(ic->cs, t->leaf_key) != 1) {
+      X509_free(leaf);
+      ic_free(ic, "could not make a certificate for the host");
+      return;
+    }
+    X509_free(leaf);
+    SSL_set_fd(ic->cs, ic->cw.fd);
+    ic->st = IC_CLIENT_HANDSHAKE;
+    uwant = 0;
+  }
+  if (ic->st == IC_CLIENT_HANDSHAKE) {
+    int r = ssl_result(ic->cs, SSL_accept(ic->cs), &cwant);
+    if (r < 0) {
+      snprintf(why, sizeof(why), "the container's TLS client refused the per-run CA (%s)",
+               ERR_error_string(ERR_get_error(), NULL));
+      ic_free(ic, why);
+      return;
+    }
+    if (r == 0)
+      goto wait;
+    ic->st = IC_RELAY;
+    ic->deadline = now_mono() + IC_HEAD_TIMEOUT;
+  }
+  const char *reason = NULL;
+  double before_up = (double)ic->up, before_down = (double)ic->down;
+  if (!pump(ic, &cwant, &uwant, &reason)) {
+    if (reason == NULL && ic->cs)
+      SSL_shutdown(ic->cs); /* the end, or a refusal answered */
+    ic_free(ic, reason);
+    return;
+  }
+  if (!ic->in_head && ((double)ic->up != before_up || (double)ic->down != before_down))
+    ic->deadline = now_mono() + IC_IDLE_TIMEOUT;
+  else if (ic->in_head && ic->head_len == 0 && ((double)ic->down != before_down))
+    ic->deadline = now_mono() + IC_IDLE_TIMEOUT;
+wait:
+  set_interest(ic, &ic->cw, &ic->cw_ev, cwant);
+  set_interest(ic, &ic->uw, &ic->uw_ev, uwant);
 }
 
-static void *intercept_thread(void *arg) {
-  struct job *j = arg;
-  struct broker *b = j->b;
-  struct tls_state *t = b->tls;
-  const char *reason = NULL;
-  char why[300] = "";
-  long long up = 0, down = 0;
-  const char *secret_used = NULL;
-  SSL *cs = NULL, *us = NULL;
-  X509 *leaf = NULL;
-  fcntl(j->cfd, F_SETFL, fcntl(j->cfd, F_GETFL) & ~O_NONBLOCK);
-  fcntl(j->ufd, F_SETFL, fcntl(j->ufd, F_GETFL) & ~O_NONBLOCK);
-  /* The client has this long to finish the handshakes and send its request head. */
-  struct timeval tmo = {.tv_sec = 30};
-  setsockopt(j->cfd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
-  setsockopt(j->ufd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+static void ic_on_client(struct broker *b, struct watch *w, uint32_t ev) {
+  if (!from_cw(w)->closed)
+    step(from_cw(w));
+}
 
-  us = SSL_new(t->client);
-  SSL_set_fd(us, j->ufd);
-  SSL_set_tlsext_host_name(us, j->host);
-  SSL_set1_host(us, j->host);
-  if (SSL_connect(us) != 1) {
-    long v = SSL_get_verify_result(us);
-    snprintf(why, sizeof(why), "upstream TLS: %s",
-             v != X509_V_OK ? X509_verify_cert_error_string(v) : ERR_error_string(ERR_get_error(), NULL));
-    reason = why;
-    goto out;
-  }
-  leaf = leaf_for(t, j->host);
-  cs = SSL_new(t->server);
-  if (leaf == NULL || cs == NULL || SSL_use_certificate(cs, leaf) != 1 || SSL_use_PrivateKey(cs, t->leaf_key) != 1) {
-    reason = "could not make a certificate for the host";
-    goto out;
-  }
-  SSL_set_fd(cs, j->cfd);
-  if (SSL_accept(cs) != 1) {
-    snprintf(why, sizeof(why), "the container's TLS client refused the per-run CA (%s)",
-             ERR_error_string(ERR_get_error(), NULL));
-    reason = why;
-    goto out;
-  }
-  /* The request head, to its blank line. */
-  char head[BROKER_HEAD_MAX + 1];
-  size_t hl = 0;
-  const char *hend = NULL;
-  while (hend == NULL && hl < BROKER_HEAD_MAX) {
-    int n = ssl_read_some(cs, head + hl, (int)(BROKER_HEAD_MAX - hl));
-    if (n == -1)
-      continue;
-    if (n <= 0)
-      break;
-    hl += (size_t)n;
-    head[hl] = '\0';
-    hend = memmem(head, hl, "\r\n\r\n", 4);
-  }
-  if (hend == NULL) {
-    reason = "no HTTP/1.1 request head from the container";
-    goto out;
-  }
-  size_t head_len = (size_t)(hend + 4 - head);
-  char *out_head = NULL;
-  size_t out_len = 0;
-  for (size_t i = 0; i < b->n_secrets; i++) {
-    const struct secret_binding *s = &b->secrets[i];
-    if (!egress_host_matches(s->host, j->host))
-      continue;
-    int subs = 0;
-    char *next = proto_substitute_header(out_head ? out_head : head, out_head ? out_len : head_len, s->header,
-                                         s->placeholder, s->value, &out_len, &subs);
-    free(out_head);
-    out_head = next;
-    if (subs)
-      secret_used = s->name;
-  }
-  bool ok = out_head && ssl_write_all(us, out_head, out_len) && ssl_write_all(us, head + head_len, hl - head_len);
-  if (out_head) {
-    OPENSSL_cleanse(out_head, out_len); /* it held the secret */
-    free(out_head);
-  }
-  if (!ok) {
-    reason = "upstream write failed";
-    goto out;
-  }
-  up = (long long)hl;
-  tmo.tv_sec = 0;
-  setsockopt(j->cfd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
-  setsockopt(j->ufd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
-  /* The rest, both ways, until the upstream ends (the client's EOF only stops its side). */
-  char buf[16384];
-  bool client_done = false;
-  for (;;) {
-    struct pollfd p[2] = {{.fd = client_done ? -1 : j->cfd, .events = POLLIN}, {.fd = j->ufd, .events = POLLIN}};
-    if (SSL_pending(cs) == 0 && SSL_pending(us) == 0 && poll(p, 2, -1) < 0) {
-      if (errno == EINTR)
-        continue;
-      break;
-    }
-    if (!client_done && (SSL_pending(cs) > 0 || p[0].revents)) {
-      int n = ssl_read_some(cs, buf, sizeof(buf));
-      if (n > 0) {
-        up += n;
-        if (!ssl_write_all(us, buf, (size_t)n))
-          break;
-      } else if (n != -1) {
-        client_done = true;
-      }
-    }
-    if (SSL_pending(us) > 0 || p[1].revents) {
-      int n = ssl_read_some(us, buf, sizeof(buf));
-      if (n > 0) {
-        down += n;
-        if (!ssl_write_all(cs, buf, (size_t)n))
-          break;
-      } else if (n != -1) {
-        break;
-      }
-    }
-  }
-  SSL_shutdown(cs);
-out:;
-  struct audit_record r = {.event = "connect",
-                           .decision = "allow",
-                           .via = j->via,
-                           .host = j->host,
-                           .port = j->port,
-                           .sni = j->host,
-                           .addr = j->addr,
-                           .rule = j->rule,
-                           .reason = reason,
-                           .intercepted = true,
-                           .secret = secret_used,
-                           .bytes_up = up,
-                           .bytes_down = down,
-                           .duration_ms = (now_mono() - j->started) * 1000};
-  audit_write(b, &r);
-  if (reason) {
-    /* The container's client gets a reset rather than a hang. */
-    struct linger lg = {.l_onoff = 1, .l_linger = 0};
-    setsockopt(j->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-  }
-  SSL_free(cs);
-  SSL_free(us);
-  X509_free(leaf);
-  close(j->cfd);
-  close(j->ufd);
-  free(j);
-  return NULL;
+static void ic_on_upstream(struct broker *b, struct watch *w, uint32_t ev) {
+  if (!from_uw(w)->closed)
+    step(from_uw(w));
 }
 
 static void intercept_start(struct broker *b, int client_fd, int upstream_fd, const char *host, uint16_t port,
-                     const char *via, const char *addr, const char *rule, double started) {
-  struct job *j = calloc(1, sizeof(*j));
-  if (j == NULL) {
+                            const char *via, const char *addr, const char *rule, double started) {
+  struct tls_state *t = b->tls;
+  struct icon *ic = calloc(1, sizeof(*ic));
+  if (ic == NULL || t->n_live >= INTERCEPT_MAX) {
+    struct audit_record r = {.event = "connect", .decision = "deny", .via = via, .host = host, .port = port,
+                             .sni = host, .addr = addr, .rule = rule, .intercepted = true,
+                             .reason = ic ? "too many intercepted connections (at most 64 at once)" : "out of memory",
+                             .bytes_up = -1, .bytes_down = -1, .duration_ms = -1};
+    audit_write(b, &r);
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(client_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
     close(client_fd);
     close(upstream_fd);
+    free(ic);
     return;
   }
-  *j = (struct job){.b = b, .cfd = client_fd, .ufd = upstream_fd, .port = port, .started = started};
-  snprintf(j->host, sizeof(j->host), "%s", host);
-  snprintf(j->via, sizeof(j->via), "%s", via);
-  snprintf(j->addr, sizeof(j->addr), "%s", addr ? addr : "");
-  snprintf(j->rule, sizeof(j->rule), "%s", rule ? rule : "");
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t th;
-  if (pthread_create(&th, &attr, intercept_thread, j) != 0) {
-    close(client_fd);
-    close(upstream_fd);
-    free(j);
+  ic->b = b;
+  ic->cw = (struct watch){ic_on_client, client_fd};
+  ic->uw = (struct watch){ic_on_upstream, upstream_fd};
+  ic->port = port;
+  ic->started = started;
+  ic->deadline = now_mono() + IC_HANDSHAKE_TIMEOUT;
+  snprintf(ic->host, sizeof(ic->host), "%s", host);
+  snprintf(ic->via, sizeof(ic->via), "%s", via);
+  snprintf(ic->addr, sizeof(ic->addr), "%s", addr ? addr : "");
+  snprintf(ic->rule, sizeof(ic->rule), "%s", rule ? rule : "");
+  ic->up_cap = BROKER_BUF + 2 * BROKER_HEAD_MAX + IC_CHUNK + 8192;
+  ic->upbuf = malloc(ic->up_cap);
+  /* A read of IC_CHUNK may add the held bytes and chunk framing to what it brings. */
+  ic->downbuf = malloc(BROKER_BUF + 2 * IC_CHUNK + sizeof(ic->hold) + 1024);
+  icon_http_init(ic);
+  ic->next = t->live;
+  if (t->live)
+    t->live->prev = ic;
+  t->live = ic;
+  t->n_live++;
+  ic->us = SSL_new(t->client);
+  if (ic->upbuf == NULL || ic->downbuf == NULL || ic->us == NULL) {
+    ic_free(ic, "out of memory");
+    return;
   }
-  pthread_attr_destroy(&attr);
+  SSL_set_fd(ic->us, upstream_fd);
+  SSL_set_tlsext_host_name(ic->us, ic->host);
+  SSL_set1_host(ic->us, ic->host);
+  if (broker_watch(b, &ic->cw, 0) < 0 || broker_watch(b, &ic->uw, EPOLLOUT) < 0) {
+    ic_free(ic, "epoll");
+    return;
+  }
+  ic->uw_ev = EPOLLOUT;
+  step(ic);
 }
+
+static double intercept_next_deadline(struct broker *b) {
+  struct tls_state *t = b->tls;
+  double next = 0;
+  for (struct icon *ic = t->live; ic; ic = ic->next)
+    if (next == 0 || ic->deadline < next)
+      next = ic->deadline;
+  return next;
+}
+
+static void intercept_check_deadlines(struct broker *b, double now) {
+  struct tls_state *t = b->tls;
+  reap(t); /* after the round of events that closed them */
+  for (struct icon *ic = t->live, *next; ic; ic = next) {
+    next = ic->next;
+    if (now < ic->deadline)
+      continue;
+    ic_free(ic, ic->st != IC_RELAY                 ? "the TLS handshakes did not finish within 10 s"
+                : ic->in_head && (ic->head_len || !ic->up) ? "a request head did not arrive within 10 s"
+                                                           : "idle for 120 s");
+  }
+}
+
+static void intercept_close_all(struct broker *b, const char *why) {
+  struct tls_state *t = b->tls;
+  while (t->live)
+    ic_free(t->live, why);
+  reap(t);
+}
+
+static size_t intercept_count(struct broker *b) { return ((struct tls_state *)b->tls)->n_live; }
 
 /* What tls.c looks up after dlopen. */
 __attribute__((visibility("default"))) const struct broker_tls_ops codemode_broker_tls_ops = {
     .init = intercept_init,
     .start = intercept_start,
+    .next_deadline = intercept_next_deadline,
+    .check_deadlines = intercept_check_deadlines,
+    .close_all = intercept_close_all,
+    .count = intercept_count,
 };

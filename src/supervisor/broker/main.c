@@ -160,7 +160,7 @@ static void loop(struct broker *b) {
   struct epoll_event evs[64];
   while (!b->stopping) {
     double now = now_mono();
-    double next = conn_next_deadline(b);
+    double next = limits_next_deadline(b, conn_next_deadline(b));
     int timeout = -1;
     if (next > 0)
       timeout = next <= now ? 0 : (int)((next - now) * 1000) + 1;
@@ -179,6 +179,7 @@ static void loop(struct broker *b) {
     }
     dns_process_timeouts(b);
     conn_check_deadlines(b, now_mono());
+    limits_check_deadlines(b, now_mono());
     conn_reap(b);
   }
 }
@@ -277,6 +278,8 @@ int main(int argc, char **argv) {
     die(&b, "the container's sockets did not all arrive");
   if (route_setup(b.netlink_fd, why, sizeof(why)) < 0)
     die(&b, "%s", why);
+  if (guard_init(&b, why, sizeof(why)) < 0)
+    die(&b, "%s", why);
   drop_privileges(&b);
 
   b.ctl_w = (struct watch){on_ctl, CTL_FD};
@@ -292,6 +295,8 @@ int main(int argc, char **argv) {
 
   loop(&b);
   conn_close_all(&b, "the container ended");
+  if (b.tls)
+    b.tls_ops->close_all(&b, "the container ended");
   dns_shutdown(&b);
   conn_reap(&b);
   return 0;

@@ -220,5 +220,7 @@ void conn_relay(struct broker *b, struct conn *c) {
   }
   if (c->refuse_status && !refusing)
     c->deadline = now_mono() + 5; /* an upstream that does not close after its answers */
+  else if (!c->refuse_status)
+    c->deadline = now_mono() + BROKER_IDLE_TIMEOUT; /* a stalled connection is not held forever */
   relay_interest(b, c);
 }

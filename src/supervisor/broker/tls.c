@@ -1,8 +1,8 @@
 /* Loading the TLS interceptor (intercept.c, built as codemode-broker-tls.so) when a secret is
  * bound to a host: the broker of a plain allowlist never maps OpenSSL (measured: libssl and
  * libcrypto are most of a broker's loader work). The module is found next to our binary, the
- * same directory create found us in; it uses audit_write, now_mono, proto_substitute_header and
- * egress_host_matches from this executable (exported for it, Makefile). */
+ * same directory create found us in; it uses audit_write, now_mono, broker_(re|un)watch,
+ * egress_check_host and egress_host_matches from this executable (exported for it, Makefile). */
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
