@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "image/image.h"
+#include "policy/egress.h"
 #include "spec/json_util.h"
 #include "util/cleanup.h"
 
@@ -74,52 +75,22 @@ struct registry {
 
 /* Why an address is not one a registry may send us to, or NULL. A redirect (or a token realm)
  * is the registry's word: without this it could make the puller reach the services of the
- * machine it runs on or of its private network (SSRF). */
-static const char *refused_v4(uint32_t a) {
-  if ((a >> 24) == 0)
-    return "an unspecified (0.0.0.0/8) address";
-  if ((a >> 24) == 127)
-    return "a loopback address";
-  if ((a >> 16) == 0xa9fe)
-    return "a link-local (169.254.0.0/16, cloud metadata) address";
-  if ((a >> 24) == 10 || (a >> 20) == 0xac1 || (a >> 16) == 0xc0a8)
-    return "a private (RFC 1918) address";
-  if ((a >> 22) == (100u << 2 | 1))
-    return "a shared (100.64.0.0/10) address";
-  if ((a >> 28) == 0xe)
-    return "a multicast address";
-  if ((a >> 28) == 0xf)
-    return "a reserved or broadcast address";
-  return NULL;
-}
-
-static const char *refused_addr(const struct sockaddr *sa) {
+ * machine it runs on or of its private network (SSRF). The ranges are the egress broker's
+ * (policy/egress.c: loopback, private, link-local and metadata, multicast, reserved, and their
+ * IPv4-mapped, NAT64 and 6to4 forms), so both guards refuse the same addresses. */
+static const char *refused_addr(const struct sockaddr *sa, char *buf, size_t len) {
+  const char *why = NULL;
+  bool internal;
   if (sa->sa_family == AF_INET)
-    return refused_v4(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
-  if (sa->sa_family != AF_INET6)
+    internal = egress_addr_is_internal(AF_INET, (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr, &why);
+  else if (sa->sa_family == AF_INET6)
+    internal = egress_addr_is_internal(AF_INET6, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr, &why);
+  else
     return "not an IP address";
-  const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-  const uint8_t *b = a->s6_addr;
-  if (IN6_IS_ADDR_UNSPECIFIED(a))
-    return "the unspecified address";
-  if (IN6_IS_ADDR_LOOPBACK(a))
-    return "a loopback address";
-  /* ::ffff:a.b.c.d, ::a.b.c.d and 64:ff9b::a.b.c.d reach the IPv4 address they hold. */
-  static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b};
-  if (IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a) || memcmp(b, nat64, 12) == 0) {
-    uint32_t v4;
-    memcpy(&v4, b + 12, 4);
-    return refused_v4(ntohl(v4));
-  }
-  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
-    return "a link-local (fe80::/10) address";
-  if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0)
-    return "a site-local (fec0::/10) address";
-  if ((b[0] & 0xfe) == 0xfc)
-    return "a private (fc00::/7) address";
-  if (b[0] == 0xff)
-    return "a multicast address";
-  return NULL;
+  if (!internal)
+    return NULL;
+  snprintf(buf, len, "a %s address", why);
+  return buf;
 }
 
 static bool same_addr(const struct sockaddr *a, const struct sockaddr_storage *b) {
@@ -367,7 +338,8 @@ static curl_socket_t on_open_socket(void *arg, curlsocktype purpose, struct curl
     inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof(ip));
   /* The registry the user named may be anywhere (a local mirror, a registry on this host). */
   if (!addr_in(sa, r->named, r->n_named)) {
-    const char *why = refused_addr(sa);
+    char why_buf[96];
+    const char *why = refused_addr(sa, why_buf, sizeof(why_buf));
     if (why == NULL && addr_in(sa, r->own, r->n_own))
       why = "an address of this machine";
     if (why) {

@@ -106,7 +106,7 @@ sent() { sed -n 's/^sent \([0-9]*\) of .*/\1/p' "$EVIL_LOG" | tail -n 1; }
 @test "bounded pull: a redirect to 127.0.0.1 is refused before connecting; the loopback service sees nothing" {
   pull redirect-loopback
   [ "$status" -ne 0 ]
-  [[ $stderr == *"the redirect to https://127.0.0.1:$LOOP_PORT/"*"connects to 127.0.0.1, a loopback address: refused"* ]] ||
+  [[ $stderr == *"the redirect to https://127.0.0.1:$LOOP_PORT/"*"connects to 127.0.0.1, a loopback (127.0.0.0/8) address: refused"* ]] ||
     { echo "$stderr"; false; }
   ! grep -q "^loopback GET" "$EVIL_LOG"
   store_clean
@@ -115,7 +115,7 @@ sent() { sed -n 's/^sent \([0-9]*\) of .*/\1/p' "$EVIL_LOG" | tail -n 1; }
 @test "bounded pull: a token realm on 127.0.0.1 is refused the same way" {
   pull realm-loopback
   [ "$status" -ne 0 ]
-  [[ $stderr == *"connects to 127.0.0.1, a loopback address: refused"* ]] || { echo "$stderr"; false; }
+  [[ $stderr == *"connects to 127.0.0.1, a loopback (127.0.0.0/8) address: refused"* ]] || { echo "$stderr"; false; }
   ! grep -q "^loopback GET" "$EVIL_LOG"
   [ -z "$(ls "$STORE/images")" ]
 }
