@@ -1,0 +1,356 @@
+/* restore: a checkpoint brought back as a container (src/criu/criu.h). The state directory is
+ * written as create writes it (state.json, the kept config.json, the cgroup), with the restored
+ * process as init, so state, exec, kill, ps and delete treat it like any other container. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup/cgroup.h"
+#include "criu/criu.h"
+#include "criu/externals.h"
+#include "criu/swrk.h"
+#include "linux/console.h"
+#include "runtime/state.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#define PROFILE_ANNOTATION "run.codemode.profile"
+#define CRIU_ROOT "criu-root"
+
+struct restore_run {
+  const struct restore_options *o;
+  struct cm_error *notify_err;
+};
+
+static int restore_notify(void *arg, const char *script, pid_t pid, int fd, struct cm_error **err) {
+  struct restore_run *r = arg;
+  cm_debug("restore: criu notification %s (pid %d)", script, (int)pid);
+  if (strcmp(script, "orphan-pts-master") == 0 && fd >= 0) {
+    /* The restored pty's new master: the caller's, as at create (--console-socket). */
+    int rc = 0;
+    if (r->o->console_socket)
+      rc = console_socket_send(r->o->console_socket, fd, err);
+    else
+      rc = cm_error_set(err, 0, "the checkpoint has a terminal: restore needs --console-socket");
+    close(fd);
+    return rc;
+  }
+  if (fd >= 0)
+    close(fd);
+  return 0;
+}
+
+static int copy_config(int dirfd, const char *src, struct cm_error **err) {
+  cleanup_close int in = open(src, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (in < 0 || fstat(in, &st) < 0)
+    return cm_error_set(err, errno, "keep a copy of %s", src);
+  cleanup_free char *buf = malloc((size_t)st.st_size + 1);
+  if (buf == NULL)
+    abort();
+  ssize_t n = read(in, buf, (size_t)st.st_size);
+  if (n < 0)
+    return cm_error_set(err, errno, "keep a copy of %s", src);
+  return write_file_atomic(dirfd, "config.json", buf, (size_t)n, 0600, err);
+}
+
+/* CRIU restores the container's mount tree on a root that must be a mount point: the rootfs
+ * bound onto <state dir>/criu-root in a mount namespace of our own, slave of the host's, so the
+ * bind is never seen on the host and goes away with us (criu is our child and shares it). */
+static int prepare_root(const char *state_dir, const char *rootfs, char **root_out, struct cm_error **err) {
+  if (asprintf(root_out, "%s/" CRIU_ROOT, state_dir) < 0)
+    abort();
+  if (unshare(CLONE_NEWNS) < 0)
+    return cm_error_set(err, errno, "restore: unshare a mount namespace");
+  /* Without this, our bind would propagate to the host's mount table (a shared /). */
+  if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+    return cm_error_set(err, errno, "restore: make / a slave mount");
+  if (mkdir(*root_out, 0700) < 0 && errno != EEXIST)
+    return cm_error_set(err, errno, "restore: mkdir %s", *root_out);
+  if (mount(rootfs, *root_out, NULL, MS_BIND | MS_REC, NULL) < 0)
+    return cm_error_set(err, errno, "restore: bind %s onto %s", rootfs, *root_out);
+  return 0;
+}
+
+static int wait_restored(pid_t pid, int *exit_status) {
+  /* Forward the usual termination signals to the container, as a foreground run does. */
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  int status = 0;
+  for (;;) {
+    pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid)
+      break;
+    if (got < 0 && errno != EINTR)
+      return -1;
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig != SIGCHLD)
+      kill(pid, sig);
+  }
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  *exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return 0;
+}
+
+int criu_restore(const struct runtime_context *ctx, const struct restore_options *o, int *exit_status,
+                 struct cm_error **err) {
+  *exit_status = 0;
+  if (geteuid() != 0)
+    return cm_error_set(err, EPERM, "restore: CRIU needs root");
+  if (container_id_validate(o->id, err) < 0)
+    return -1;
+  if (o->c.lazy_pages)
+    return cm_error_set(err, ENOTSUP, "--lazy-pages: not supported by codemode; restore without it");
+  const char *image_path = o->c.image_path ? o->c.image_path : "checkpoint";
+  const char *work_path = o->c.work_path ? o->c.work_path : image_path;
+  const char *bundle_arg = o->bundle ? o->bundle : ".";
+  char bundle[PATH_MAX], rootfs[PATH_MAX];
+  if (realpath(bundle_arg, bundle) == NULL)
+    return cm_error_set(err, errno, "--bundle %s", bundle_arg);
+  cleanup_free char *cfg = NULL;
+  if (asprintf(&cfg, "%s/config.json", bundle) < 0)
+    abort();
+  struct spec *s = spec_load_file(cfg, "config.json", err);
+  if (s == NULL)
+    return -1;
+  int rc = -1, dirfd = -1, images_fd = -1, work_fd = -1;
+  bool made = false;
+  pid_t restored = -1;
+  struct cgroup *cg = NULL;
+  struct criu_externals ext = {.netns_fd = -1};
+  struct criu_swrk w = {.pid = -1, .sock = -1};
+  CriuResp *resp = NULL;
+  char *state_dir = NULL, *criu_root = NULL;
+  struct container_state st = {0};
+  struct spec_kv *annotations = NULL;
+  {
+    cleanup_free char *joined = NULL;
+    const char *root = s->root_path;
+    if (root[0] != '/' && asprintf(&joined, "%s/%s", bundle, root) < 0)
+      abort();
+    if (realpath(joined ? joined : root, rootfs) == NULL) {
+      cm_error_set(err, errno, "config.json: .root.path: %s", root);
+      goto out;
+    }
+  }
+  if (s->process && s->process->terminal && o->console_socket == NULL) {
+    cm_error_set(err, 0, "config.json: .process.terminal is true but --console-socket was not given");
+    goto out;
+  }
+  images_fd = open(image_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (images_fd < 0) {
+    cm_error_set(err, errno, "--image-path %s", image_path);
+    goto out;
+  }
+  if (faccessat(images_fd, "inventory.img", F_OK, 0) < 0) {
+    cm_error_set(err, errno, "--image-path %s: not a checkpoint (no inventory.img)", image_path);
+    goto out;
+  }
+  if (mkdir(work_path, 0700) < 0 && errno != EEXIST) {
+    cm_error_set(err, errno, "--work-path %s", work_path);
+    goto out;
+  }
+  work_fd = open(work_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (work_fd < 0) {
+    cm_error_set(err, errno, "--work-path %s", work_path);
+    goto out;
+  }
+  if (criu_externals_for_restore(s, bundle, &ext, err) < 0)
+    goto out;
+
+  dirfd = state_dir_create(ctx->root, o->id, err);
+  if (dirfd < 0)
+    goto out;
+  made = true;
+  state_dir = state_dir_path(ctx->root, o->id);
+  if (copy_config(dirfd, cfg, err) < 0)
+    goto fail;
+  st.id = strdup(o->id);
+  st.bundle = strdup(bundle);
+  st.rootfs = strdup(rootfs);
+  char created[CM_RFC3339_LEN];
+  cm_now_rfc3339(created);
+  st.created = strdup(created);
+  st.owner = strdup("");
+  st.annotations = s->annotations;
+  /* The profile the restoring runtime runs under is recorded as create records it: exec and
+   * update on the restored container are then hardened as on the original. */
+  if (o->profile && strcmp(o->profile, "default") != 0) {
+    size_t n = s->annotations.count;
+    annotations = calloc(n + 1, sizeof(*annotations));
+    if (annotations == NULL)
+      abort();
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+      if (strcmp(s->annotations.items[i].key, PROFILE_ANNOTATION) != 0)
+        annotations[k++] = s->annotations.items[i];
+    annotations[k++] = (struct spec_kv){(char *)PROFILE_ANNOTATION, (char *)o->profile};
+    st.annotations = (struct spec_kv_list){.items = annotations, .count = k};
+  }
+  if (ctx->cgroup_manager != CGROUP_MANAGER_DISABLED) {
+    if (cgroup_create_without_resources(o->id, &s->linux_, ctx->cgroup_manager, &cg, err) < 0)
+      goto fail;
+    st.cgroup = cgroup_serialize(cg);
+  }
+  if (prepare_root(state_dir, rootfs, &criu_root, err) < 0)
+    goto fail;
+
+  CriuOpts opts = CRIU_OPTS__INIT;
+  opts.images_dir_fd = images_fd;
+  opts.has_work_dir_fd = true;
+  opts.work_dir_fd = work_fd;
+  opts.log_file = "restore.log";
+  opts.has_log_level = true;
+  opts.log_level = 4;
+  opts.root = criu_root;
+  opts.has_notify_scripts = true;
+  opts.notify_scripts = true;
+  /* The restored tree becomes our child (not criu's): we wait for it, or the shim inherits it. */
+  opts.has_rst_sibling = true;
+  opts.rst_sibling = true;
+  opts.has_manage_cgroups = true;
+  opts.manage_cgroups = true;
+  if (o->c.cgroup_mode != CRIU_CG_UNSET) {
+    opts.has_manage_cgroups_mode = true;
+    opts.manage_cgroups_mode = (CriuCgMode)o->c.cgroup_mode;
+  }
+  CriuCgroupRoot cgroot = CRIU_CGROUP_ROOT__INIT, *cgroots[1] = {&cgroot};
+  if (cg) {
+    /* The checkpoint's cgroup becomes this container's own (a restore under a new id gets its
+     * own cgroup, not the original's). */
+    cgroot.path = (char *)cgroup_path(cg);
+    opts.n_cg_root = 1;
+    opts.cg_root = cgroots;
+  }
+#define FLAG(f) \
+  if (o->c.f) { \
+    opts.has_##f = true; \
+    opts.f = true; \
+  }
+  FLAG(tcp_established)
+  FLAG(ext_unix_sk)
+  FLAG(shell_job)
+  FLAG(file_locks)
+#undef FLAG
+  if (s->process && s->process->terminal) {
+    opts.has_orphan_pts_master = true;
+    opts.orphan_pts_master = true;
+  }
+  opts.n_external = ext.n;
+  opts.external = ext.ext;
+  CriuInheritFd netns = CRIU_INHERIT_FD__INIT, *inherit[1] = {&netns};
+  int keep[3] = {images_fd, work_fd, -1};
+  size_t n_keep = 2;
+  if (ext.netns_fd >= 0) {
+    netns.key = CRIU_EXT_NETNS_KEY;
+    netns.fd = ext.netns_fd;
+    opts.n_inherit_fd = 1;
+    opts.inherit_fd = inherit;
+    keep[n_keep++] = ext.netns_fd;
+  }
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = CRIU_REQ_TYPE__RESTORE;
+  req.opts = &opts;
+  struct restore_run run = {.o = o};
+  if (criu_swrk_start(&w, o->c.criu_path, keep, n_keep, err) < 0)
+    goto fail;
+  /* criu in the container's cgroup first: what it forks, the restored tree, is born there. */
+  if (cg && cgroup_enter(cg, w.pid, err) < 0)
+    goto fail;
+  cm_debug("restore: %s from %s, root %s, %zu external(s)", o->id, image_path, criu_root, ext.n);
+  if (criu_swrk_call(&w, &req, restore_notify, &run, &resp, err) < 0)
+    goto fail;
+  if (!resp->success) {
+    criu_fail(err, "restore", resp, work_fd, work_path, "restore.log");
+    goto fail;
+  }
+  if (resp->restore == NULL || resp->restore->pid <= 0) {
+    cm_error_set(err, EBADMSG, "criu restore: the response names no pid");
+    goto fail;
+  }
+  restored = resp->restore->pid;
+  criu_swrk_end(&w);
+  if (cg && cgroup_apply_resources(cg, &s->linux_, err) < 0)
+    goto fail;
+  st.pid = restored;
+  st.pid_start_time = proc_pid_start_time(restored);
+  if (state_write(dirfd, &st, err) < 0)
+    goto fail;
+  if (o->pid_file && pid_file_write(o->pid_file, restored, err) < 0)
+    goto fail;
+  umount2(criu_root, MNT_DETACH);
+  rmdir(criu_root);
+  close(dirfd);
+  dirfd = -1;
+  if (!o->detach) {
+    if (wait_restored(restored, exit_status) < 0) {
+      cm_error_set(err, errno, "restore: wait for pid %d", (int)restored);
+      goto out;
+    }
+    rc = runtime_delete(ctx, o->id, true, err);
+    goto out;
+  }
+  rc = 0;
+  goto out;
+
+fail:
+  if (restored > 0) {
+    kill(restored, SIGKILL);
+    waitpid(restored, NULL, 0);
+  }
+  criu_swrk_end(&w);
+  if (cg) {
+    struct cm_error *ignored = NULL;
+    cgroup_kill_all(cg, SIGKILL, &ignored);
+    cm_error_freep(&ignored);
+    cgroup_destroy(cg, &ignored);
+    cm_error_freep(&ignored);
+  }
+  if (criu_root) {
+    umount2(criu_root, MNT_DETACH);
+    rmdir(criu_root);
+  }
+  if (made) {
+    struct cm_error *ignored = NULL;
+    if (dirfd >= 0)
+      close(dirfd);
+    dirfd = -1;
+    state_dir_remove(ctx->root, o->id, &ignored);
+    cm_error_freep(&ignored);
+  }
+out:
+  if (resp)
+    criu_resp__free_unpacked(resp, NULL);
+  criu_swrk_end(&w);
+  if (dirfd >= 0)
+    close(dirfd);
+  if (images_fd >= 0)
+    close(images_fd);
+  if (work_fd >= 0)
+    close(work_fd);
+  if (cg)
+    cgroup_free(cg);
+  criu_externals_free(&ext);
+  st.annotations = (struct spec_kv_list){0};
+  free(annotations);
+  container_state_clear(&st);
+  free(state_dir);
+  free(criu_root);
+  spec_free(s);
+  return rc;
+}
