@@ -27,14 +27,44 @@ int criu_cgroup_mode_parse(const char *s, enum criu_cgroup_mode *out, struct cm_
   return cm_error_set(err, EINVAL, "--manage-cgroups-mode: \"%s\" must be soft, full, strict or ignore", s);
 }
 
-/* mkdir -p of one level (the image path's parent must exist, as with runc), then its fd. */
+/* mkdir -p (as runc does), then its fd. */
 static int open_dir(const char *flag, const char *path, bool create, struct cm_error **err) {
-  if (create && mkdir(path, 0700) < 0 && errno != EEXIST)
-    return cm_error_set(err, errno, "%s %s", flag, path);
+  if (create) {
+    cleanup_free char *p = strdup(path);
+    for (char *slash = p + 1; (slash = strchr(slash, '/')) != NULL; slash++) {
+      *slash = '\0';
+      if (mkdir(p, 0700) < 0 && errno != EEXIST)
+        return cm_error_set(err, errno, "%s %s: mkdir %s", flag, path, p);
+      *slash = '/';
+    }
+    if (mkdir(p, 0700) < 0 && errno != EEXIST)
+      return cm_error_set(err, errno, "%s %s", flag, path);
+  }
   int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return cm_error_set(err, errno, "%s %s", flag, path);
   return fd;
+}
+
+/* Init's stdio as the kernel names it ("pipe:[123]", "/dev/null"…), one line per fd, into the
+ * images: a restore connects the pipes among them to its own stdio (what an engine gives the
+ * restored container), as runc does with its descriptors.json. */
+static int save_descriptors(int images_fd, pid_t pid, struct cm_error **err) {
+  char buf[3 * 4200];
+  size_t len = 0;
+  for (int fd = 0; fd < 3; fd++) {
+    char link[64], target[4096];
+    snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)pid, fd);
+    ssize_t n = readlink(link, target, sizeof(target) - 1);
+    if (n < 0)
+      n = 0; /* closed */
+    target[n] = '\0';
+    for (ssize_t i = 0; i < n; i++)
+      if (target[i] == '\n')
+        target[i] = '?';
+    len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s\n", target);
+  }
+  return write_file_atomic(images_fd, CRIU_DESCRIPTORS_FILE, buf, len, 0600, err);
 }
 
 static int dump_notify(void *arg, const char *script, pid_t pid, int fd, struct cm_error **err) {
@@ -153,6 +183,8 @@ int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_o
   opts.n_external = ext.n;
   opts.external = ext.ext;
 
+  if (!o->pre_dump && save_descriptors(images_fd, c.st.pid, err) < 0)
+    goto out;
   CriuReq req = CRIU_REQ__INIT;
   req.type = o->pre_dump ? CRIU_REQ_TYPE__PRE_DUMP : CRIU_REQ_TYPE__DUMP;
   req.opts = &opts;

@@ -13,6 +13,9 @@
 #include "runtime/runtime.h"
 #include "util/error.h"
 
+/* In the images: init's fds 0-2 at the dump, one link target a line (src/criu/checkpoint.c). */
+#define CRIU_DESCRIPTORS_FILE "codemode-descriptors"
+
 /* CRIU's --manage-cgroups-mode values, in rpc.proto's numbering. */
 enum criu_cgroup_mode { CRIU_CG_UNSET = -1, CRIU_CG_SOFT = 3, CRIU_CG_FULL = 4, CRIU_CG_STRICT = 5, CRIU_CG_IGNORE = 0 };
 /* "soft", "full", "strict", "ignore" → the mode; -1 with err naming the flag's value. */

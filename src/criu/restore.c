@@ -49,6 +49,32 @@ static int restore_notify(void *arg, const char *script, pid_t pid, int fd, stru
   return 0;
 }
 
+/* The checkpoint's stdio pipes become ours: CRIU connects the restored fds to the fds we were
+ * given (an engine's new pipes), keyed by the old pipe's name. Other kinds are CRIU's business. */
+static size_t stdio_inherits(int images_fd, CriuInheritFd *slots, char names[3][64], CriuInheritFd **out) {
+  cleanup_close int fd = openat(images_fd, CRIU_DESCRIPTORS_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return 0;
+  char buf[3 * 4200];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  size_t k = 0;
+  char *save = NULL, *line = strtok_r(buf, "\n", &save);
+  for (int i = 0; i < 3 && line; i++, line = strtok_r(NULL, "\n", &save)) {
+    if (strncmp(line, "pipe:[", 6) != 0 || strlen(line) >= 64)
+      continue;
+    snprintf(names[k], 64, "%s", line);
+    slots[k] = (CriuInheritFd)CRIU_INHERIT_FD__INIT;
+    slots[k].key = names[k];
+    slots[k].fd = i;
+    out[k] = &slots[k];
+    k++;
+  }
+  return k;
+}
+
 static int copy_config(int dirfd, const char *src, struct cm_error **err) {
   cleanup_close int in = open(src, O_RDONLY | O_CLOEXEC);
   struct stat st;
@@ -253,16 +279,21 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
   }
   opts.n_external = ext.n;
   opts.external = ext.ext;
-  CriuInheritFd netns = CRIU_INHERIT_FD__INIT, *inherit[1] = {&netns};
+  CriuInheritFd slots[4], *inherit[4];
+  char pipe_names[3][64];
+  size_t n_inherit = stdio_inherits(images_fd, slots, pipe_names, inherit);
   int keep[3] = {images_fd, work_fd, -1};
   size_t n_keep = 2;
   if (ext.netns_fd >= 0) {
-    netns.key = CRIU_EXT_NETNS_KEY;
-    netns.fd = ext.netns_fd;
-    opts.n_inherit_fd = 1;
-    opts.inherit_fd = inherit;
+    slots[n_inherit] = (CriuInheritFd)CRIU_INHERIT_FD__INIT;
+    slots[n_inherit].key = CRIU_EXT_NETNS_KEY;
+    slots[n_inherit].fd = ext.netns_fd;
+    inherit[n_inherit] = &slots[n_inherit];
+    n_inherit++;
     keep[n_keep++] = ext.netns_fd;
   }
+  opts.n_inherit_fd = n_inherit;
+  opts.inherit_fd = inherit;
   CriuReq req = CRIU_REQ__INIT;
   req.type = CRIU_REQ_TYPE__RESTORE;
   req.opts = &opts;

@@ -1,0 +1,132 @@
+#!/bin/bash
+# In-VM tests: checkpoint and restore through CRIU (issue 28). Debian 12's criu 3.17 works on its
+# own 6.1 kernel, booted here (it does not on the host's newer kernel: tests/integration/
+# checkpoint.bats checks the clear error there). Each container keeps its counter in a tmpfs of
+# its own (CRIU carries the tmpfs content in the images), read back with exec.
+# shellcheck source=tests/vm/guest-lib.sh
+. "$CMVM_REPO/tests/vm/guest-lib.sh"
+
+IMG=/run/cmvm-criu
+mkdir -p "$IMG"
+# CRIU probes TCP repair over loopback at start-up (the guest's own lo is down until now).
+ip link set lo up
+echo "# kernel $(uname -r), $(criu --version 2>&1 | head -n 1)"
+
+criu_usable() {
+  local f
+  f=$(cm features) || return 1
+  echo "$f" | jq -e '.annotations["run.codemode.checkpoint.enabled"] == "true"' >/dev/null ||
+    { echo "$f" | jq '.annotations'; return 1; }
+  "$CODEMODE" --version | grep -q '^criu: /'
+}
+t "features says CRIU works on this kernel, --version names criu" criu_usable
+
+# counter NAME: a container counting into /data/n (a tmpfs), five times a second.
+counter() {
+  bundle "$1" sh -c 'i=0; while :; do i=$((i+1)); echo $i >/data/n; sleep 0.2; done' >/dev/null
+  cfg "$1" '.mounts += [{destination: "/data", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev"]}]'
+}
+count_of() { cm exec "$1" cat /data/n 2>/dev/null; }
+# grows ID FROM: the counter of ID gets past FROM.
+grows() { local n; n=$(count_of "$1") && [ -n "$n" ] && [ "$n" -gt "$2" ]; }
+
+checkpoint_restore() {
+  counter cr
+  run_detached cr || return 1
+  wait_for 10 grows cr 3 || return 1
+  local after pid
+  cm checkpoint --image-path $IMG/cr --work-path $IMG/cr-work cr || { cat $IMG/cr-work/dump.log | tail -n 20; return 1; }
+  # Dumped without --leave-running: the container is gone, as with runc.
+  cm state cr >/dev/null 2>&1 && { echo "cr still exists after checkpoint"; return 1; }
+  cm restore --detach --image-path $IMG/cr --work-path $IMG/cr-work --pid-file $IMG/cr.pid -b $BUNDLES/cr cr \
+    </dev/null >/dev/null 2>$IMG/cr.err || { cat $IMG/cr.err; tail -n 20 $IMG/cr-work/restore.log; return 1; }
+  [ "$(state_of cr)" = running ] || { cm state cr; return 1; }
+  pid=$(pid_of cr)
+  [ "$pid" = "$(cat $IMG/cr.pid)" ] || { echo "state pid $pid, pid file $(cat $IMG/cr.pid)"; return 1; }
+  # The counter goes on from where it was (the tmpfs came back with it), in its own cgroup.
+  after=$(count_of cr) || return 1
+  [ "$after" -ge 3 ] || { echo "counter restarted: $after"; return 1; }
+  wait_for 10 grows cr "$after" || return 1
+  grep -qx "$pid" $CG/cmvm/cr/cgroup.procs || { echo "pid $pid not in $CG/cmvm/cr"; cat $CG/cmvm/cr/cgroup.procs; return 1; }
+}
+t "checkpoint then restore: the counter goes on, state/pid file/cgroup name the restored init" checkpoint_restore
+
+restored_lifecycle() {
+  local pid
+  pid=$(pid_of cr)
+  [ -n "$pid" ] && [ "$pid" = "$(cat $IMG/cr.pid 2>/dev/null)" ] || { echo "cr is not the restored container"; return 1; }
+  cm ps --format json cr | jq -e --argjson p "$pid" 'index($p) != null' >/dev/null || { cm ps --format json cr; return 1; }
+  cm kill cr KILL || return 1
+  wait_for 10 sh -c "[ \"\$($CODEMODE --root $STATE state cr | jq -r .status)\" = stopped ]" || return 1
+  cm delete cr || return 1
+  ! cm state cr >/dev/null 2>&1 && [ ! -d $CG/cmvm/cr ]
+}
+t "a restored container: ps, kill and delete work on it" restored_lifecycle
+
+new_id() {
+  counter orig
+  run_detached orig || return 1
+  wait_for 10 grows orig 3 || return 1
+  cm checkpoint --leave-running --image-path $IMG/orig orig || { tail -n 20 $IMG/orig/dump.log; return 1; }
+  [ "$(state_of orig)" = running ] || { echo "orig is $(state_of orig) after --leave-running"; return 1; }
+  # The copy: its own bundle (its own cgroup), its own id.
+  mkdir -p $BUNDLES/copy
+  jq '.linux.cgroupsPath = "/cmvm/copy"' $BUNDLES/orig/config.json >$BUNDLES/copy/config.json
+  cm restore -d --image-path $IMG/orig -b $BUNDLES/copy copy </dev/null >/dev/null 2>$IMG/copy.err ||
+    { cat $IMG/copy.err; tail -n 20 $IMG/orig/restore.log; return 1; }
+  [ "$(state_of copy)" = running ] && [ "$(state_of orig)" = running ] || return 1
+  [ "$(pid_of copy)" != "$(pid_of orig)" ] || return 1
+  grep -qx "$(pid_of copy)" $CG/cmvm/copy/cgroup.procs || { echo "copy not in its cgroup"; return 1; }
+  local n
+  n=$(count_of copy) && [ "$n" -ge 3 ] && wait_for 10 grows copy "$n" || { echo "copy counter: $n"; return 1; }
+  cm delete -f copy && cm delete -f orig
+}
+t "checkpoint --leave-running, restore into a new id beside the original" new_id
+
+pre_dump_chain() {
+  counter pre
+  run_detached pre || return 1
+  wait_for 10 grows pre 3 || return 1
+  cm checkpoint --pre-dump --image-path $IMG/pre/1 pre || { tail -n 20 $IMG/pre/1/pre-dump.log; return 1; }
+  [ "$(state_of pre)" = running ] || { echo "pre-dump stopped it"; return 1; }
+  cm checkpoint --pre-dump --image-path $IMG/pre/2 --parent-path ../1 pre || { tail -n 20 $IMG/pre/2/pre-dump.log; return 1; }
+  cm checkpoint --image-path $IMG/pre/3 --parent-path ../2 pre || { tail -n 20 $IMG/pre/3/dump.log; return 1; }
+  # The final dump only holds what changed: its pages are linked to the parent's.
+  [ -L $IMG/pre/3/parent ] || { ls -la $IMG/pre/3; return 1; }
+  cm restore -d --image-path $IMG/pre/3 -b $BUNDLES/pre pre </dev/null >/dev/null 2>$IMG/pre.err ||
+    { cat $IMG/pre.err; tail -n 20 $IMG/pre/3/restore.log; return 1; }
+  local n
+  n=$(count_of pre) && [ "$n" -ge 3 ] && wait_for 10 grows pre "$n" || { echo "counter: $n"; return 1; }
+  cm delete -f pre
+}
+t "a pre-dump chain (--pre-dump, then checkpoint --parent-path) restores" pre_dump_chain
+
+# Both ends of a TCP connection in the container (its own network namespace): a sender writes a
+# line every 0.2 s into nc, the listener appends them to /data/got.
+tcp_bundle() {
+  bundle tcp sh -c 'nc -l -p 5000 >/data/got & sleep 1; i=0; while :; do i=$((i+1)); echo $i; sleep 0.2; done | nc 127.0.0.1 5000' >/dev/null
+  cfg tcp '.mounts += [{destination: "/data", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev"]}]'
+}
+got_lines() { cm exec tcp wc -l /data/got 2>/dev/null | awk '{print $1}'; }
+got_grows() { local n; n=$(got_lines) && [ -n "$n" ] && [ "$n" -gt "$1" ]; }
+
+tcp_established() {
+  tcp_bundle
+  run_detached tcp || return 1
+  wait_for 15 got_grows 3 || return 1
+  # Without --tcp-established CRIU refuses, and says why (its log quoted).
+  local out
+  out=$(cm checkpoint --image-path $IMG/tcp-no tcp 2>&1) && { echo "dumped an established connection without the flag"; return 1; }
+  [[ $out == *"criu dump failed"*"Error"* ]] || { echo "$out"; return 1; }
+  [ "$(state_of tcp)" = running ] || { echo "a failed dump stopped it"; return 1; }
+  cm checkpoint --tcp-established --image-path $IMG/tcp tcp || { tail -n 20 $IMG/tcp/dump.log; return 1; }
+  cm restore -d --tcp-established --image-path $IMG/tcp -b $BUNDLES/tcp tcp </dev/null >/dev/null 2>$IMG/tcp.err ||
+    { cat $IMG/tcp.err; tail -n 20 $IMG/tcp/restore.log; return 1; }
+  local n
+  n=$(got_lines) && [ "$n" -ge 3 ] && wait_for 10 got_grows "$n" || { echo "lines: $n"; return 1; }
+  cm delete -f tcp
+}
+t "a TCP connection (--tcp-established) survives checkpoint and restore; refused without the flag" tcp_established
+
+t "nothing is left behind (cgroups, state)" nothing_left
+exit 0
