@@ -13,6 +13,7 @@
 #include "util/cleanup.h"
 
 #define DEV_KEY_PREFIX "codemode-dev:"
+#define CGROUP_KEY_PREFIX "codemode-cgroup:"
 
 __attribute__((format(printf, 2, 3))) static void push(struct criu_externals *e, const char *fmt, ...) {
   va_list ap;
@@ -62,6 +63,12 @@ static int dump_host_devices(pid_t pid, struct criu_externals *e, struct cm_erro
     if (dash == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
         sscanf(dash + 3, "%255s", fstype) != 1)
       continue;
+    /* The container's own cgroup directory bound in (linux/mount_cgroup.c, without a cgroup
+     * namespace): CRIU finds no mount of that hierarchy's root for it. */
+    if ((strcmp(fstype, "cgroup2") == 0 || strcmp(fstype, "cgroup") == 0) && strcmp(root, "/") != 0) {
+      push(e, "mnt[%s]:" CGROUP_KEY_PREFIX "%s", mnt, mnt);
+      continue;
+    }
     /* A node of the host's devtmpfs bound in (never the container's own tmpfs /dev). */
     if (strcmp(fstype, "devtmpfs") != 0 || strcmp(root, "/") == 0 || strchr(root + 1, '/') != NULL)
       continue;
@@ -117,9 +124,49 @@ static void push_device(struct criu_externals *e, const char *name) {
   push(e, "mnt[" DEV_KEY_PREFIX "%s]:%s", name, host);
 }
 
-int criu_externals_for_restore(const struct spec *s, const char *bundle, struct criu_externals *out,
-                               struct cm_error **err) {
+/* The restored container's own cgroup directories, under the keys the dump gave the binds of
+ * the original's: for each host hierarchy mounted at /sys/fs/cgroup[/NAME] and each cgroup mount
+ * of the config at DEST, DEST[/NAME] is the new cgroup's directory in that hierarchy. */
+static void push_cgroup_binds(const struct spec *s, const char *cgroup_path, struct criu_externals *e) {
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (f == NULL || cgroup_path == NULL)
+    return;
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    char root[4096], mnt[4096], fstype[256];
+    const char *dash = strstr(line, " - ");
+    if (dash == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
+        sscanf(dash + 3, "%255s", fstype) != 1)
+      continue;
+    if ((strcmp(fstype, "cgroup2") != 0 && strcmp(fstype, "cgroup") != 0) || strcmp(root, "/") != 0)
+      continue;
+    const char *rest = NULL;
+    if (strcmp(mnt, "/sys/fs/cgroup") == 0)
+      rest = "";
+    else if (strncmp(mnt, "/sys/fs/cgroup/", 15) == 0 && strchr(mnt + 15, '/') == NULL)
+      rest = mnt + 14; /* "/NAME" */
+    if (rest == NULL)
+      continue;
+    char host[8192];
+    snprintf(host, sizeof(host), "%s%s", mnt, cgroup_path);
+    struct stat st;
+    if (stat(host, &st) < 0 || !S_ISDIR(st.st_mode))
+      continue;
+    for (size_t i = 0; i < s->n_mounts; i++) {
+      const struct spec_mount *m = &s->mounts[i];
+      if (m->type == NULL || (strcmp(m->type, "cgroup") != 0 && strcmp(m->type, "cgroup2") != 0))
+        continue;
+      push(e, "mnt[" CGROUP_KEY_PREFIX "%s%s]:%s", m->destination, rest, host);
+    }
+  }
+  free(line);
+}
+
+int criu_externals_for_restore(const struct spec *s, const char *bundle, const char *cgroup_path,
+                               struct criu_externals *out, struct cm_error **err) {
   *out = (struct criu_externals){.netns_fd = -1};
+  push_cgroup_binds(s, cgroup_path, out);
   for (size_t i = 0; i < s->n_mounts; i++) {
     const struct spec_mount *m = &s->mounts[i];
     if (!mount_is_bind(m) || m->source == NULL)

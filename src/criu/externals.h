@@ -5,6 +5,8 @@
  *                        what its config says
  *   mnt[codemode-dev:N]  a host device node bound in (linux/devices.c does that in a user
  *                        namespace, where mknod is refused): the host's /dev/N again
+ *   mnt[codemode-cgroup:P]  the container's own cgroup directory bound at P (linux/
+ *                        mount_cgroup.c, without a cgroup namespace): the new cgroup's
  *   net[INODE]           a network namespace joined by path (.linux.namespaces[].path): at
  *                        restore the namespace the restoring config names, passed as an fd */
 #ifndef CM_CRIU_EXTERNALS_H
@@ -25,9 +27,10 @@ struct criu_externals {
 
 /* Dump side: from the config and init's mountinfo (pid). */
 int criu_externals_for_dump(const struct spec *s, pid_t pid, struct criu_externals *out, struct cm_error **err);
-/* Restore side: from the restoring config (bundle: for relative sources). */
-int criu_externals_for_restore(const struct spec *s, const char *bundle, struct criu_externals *out,
-                               struct cm_error **err);
+/* Restore side: from the restoring config (bundle: for relative sources) and the new cgroup
+ * (cgroup_path: cgroup/cgroup.h's, NULL without one). */
+int criu_externals_for_restore(const struct spec *s, const char *bundle, const char *cgroup_path,
+                               struct criu_externals *out, struct cm_error **err);
 void criu_externals_free(struct criu_externals *e);
 
 #endif

@@ -196,8 +196,6 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
     cm_error_set(err, errno, "--work-path %s", work_path);
     goto out;
   }
-  if (criu_externals_for_restore(s, bundle, &ext, err) < 0)
-    goto out;
 
   dirfd = state_dir_create(ctx->root, o->id, err);
   if (dirfd < 0)
@@ -233,6 +231,8 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
       goto fail;
     st.cgroup = cgroup_serialize(cg);
   }
+  if (criu_externals_for_restore(s, bundle, cg ? cgroup_path(cg) : NULL, &ext, err) < 0)
+    goto fail;
   if (prepare_root(state_dir, rootfs, &criu_root, err) < 0)
     goto fail;
 

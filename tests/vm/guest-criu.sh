@@ -102,9 +102,10 @@ pre_dump_chain() {
 t "a pre-dump chain (--pre-dump, then checkpoint --parent-path) restores" pre_dump_chain
 
 # Both ends of a TCP connection in the container (its own network namespace): a sender writes a
-# line every 0.2 s into nc, the listener appends them to /data/got.
+# line every 0.2 s into nc, the listener appends them to /data/got (its stdin a pipe that stays
+# open: busybox's nc -l hangs up when its stdin ends).
 tcp_bundle() {
-  bundle tcp sh -c 'nc -l -p 5000 >/data/got & sleep 1; i=0; while :; do i=$((i+1)); echo $i; sleep 0.2; done | nc 127.0.0.1 5000' >/dev/null
+  bundle tcp sh -c 'sleep 100000 | nc -l -p 5000 >/data/got & sleep 1; i=0; while :; do i=$((i+1)); echo $i; sleep 0.2; done | nc 127.0.0.1 5000' >/dev/null
   cfg tcp '.mounts += [{destination: "/data", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev"]}]'
 }
 got_lines() { cm exec tcp wc -l /data/got 2>/dev/null | awk '{print $1}'; }
@@ -127,6 +128,41 @@ tcp_established() {
   cm delete -f tcp
 }
 t "a TCP connection (--tcp-established) survives checkpoint and restore; refused without the flag" tcp_established
+
+# containerd with codemode as the runc binary: `ctr containers checkpoint --task` (the shim runs
+# `codemode checkpoint --image-path … --work-path …`), then `ctr containers restore --live` (the
+# shim runs `codemode restore --detach --pid-file … --bundle …`). A private containerd (tests/
+# containerd/containerd.bash), its state under /run.
+through_containerd() {
+  command -v containerd >/dev/null && command -v ctr >/dev/null || { echo "containerd is not installed"; return 1; }
+  # shellcheck source=tests/containerd/containerd.bash
+  CM_REPO=$CMVM_REPO . "$CMVM_REPO/tests/containerd/containerd.bash"
+  ctrd_start /run/cmvm-ctrd || return 1
+  local id=ctrcr rc=0 n shim_root=/run/cmvm-ctrd/codemode-root
+  cctr run -d --runc-binary "$CODEMODE" --mount type=tmpfs,src=tmpfs,dst=/data,options=nosuid:nodev "$CTR_IMAGE" $id \
+    sh -c 'i=0; while :; do i=$((i+1)); echo $i >/data/n; sleep 0.2; done' >/dev/null || rc=1
+  ctr_count() { cctr tasks exec --exec-id "e$RANDOM" $id cat /data/n 2>/dev/null; }
+  ctr_grows() { local c; c=$(ctr_count) && [ -n "$c" ] && [ "$c" -gt "$1" ]; }
+  [ $rc = 0 ] && wait_for 15 ctr_grows 3 || rc=1
+  [ $rc = 0 ] && { cctr containers checkpoint --task $id cmvm/ctrcr:1 || rc=1; }
+  if [ $rc = 0 ]; then
+    cctr tasks kill -s KILL $id >/dev/null 2>&1
+    sleep 1
+    cctr tasks delete $id >/dev/null 2>&1
+    cctr containers delete $id || rc=1
+  fi
+  [ $rc = 0 ] && { cctr containers restore --live $id cmvm/ctrcr:1 || rc=1; }
+  [ $rc = 0 ] && { cctr tasks start -d $id >/dev/null 2>&1 || true; }
+  if [ $rc = 0 ]; then
+    cctr tasks ls
+    n=$(ctr_count)
+    [ -n "$n" ] && [ "$n" -ge 3 ] && wait_for 10 ctr_grows "$n" || { echo "restored counter: '$n'"; rc=1; }
+  fi
+  [ $rc = 0 ] || { tail -n 30 /run/cmvm-ctrd/containerd.log; find /run/cmvm-ctrd -name '*.log' -path '*criu*' | head; }
+  ctrd_stop
+  return $rc
+}
+t "through containerd: ctr containers checkpoint --task, then restore --live, the counter goes on" through_containerd
 
 t "nothing is left behind (cgroups, state)" nothing_left
 exit 0

@@ -128,7 +128,8 @@ done
 # (probed at CRIU's start-up, as is veth; it locks the network of a container whose TCP
 # connections it dumps with iptables rules).
 if [[ " $variants " == *" criu "* ]]; then
-  for m in unix_diag inet_diag tcp_diag udp_diag raw_diag netlink_diag af_packet_diag \
+  # crc32c_generic: libcrc32c (nf_tables needs it) has it only as a softdep, not in depends=.
+  for m in crc32c_generic unix_diag inet_diag tcp_diag udp_diag raw_diag netlink_diag af_packet_diag \
     ip_tables iptable_filter ip6_tables ip6table_filter xt_mark nf_tables veth; do
     add_module "$m" || cannot "the kernel in $KDIR lacks module $m"
   done
