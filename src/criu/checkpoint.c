@@ -46,24 +46,12 @@ static int open_dir(const char *flag, const char *path, bool create, struct cm_e
   return fd;
 }
 
-/* Init's stdio as the kernel names it ("pipe:[123]", "/dev/null"…), one line per fd, into the
- * images: a restore connects the pipes among them to its own stdio (what an engine gives the
- * restored container), as runc does with its descriptors.json. */
-static int save_descriptors(int images_fd, pid_t pid, struct cm_error **err) {
-  char buf[3 * 4200];
+/* Init's stdio (criu_externals_stdio's names), one line per fd, into the images for restore. */
+static int save_descriptors(int images_fd, char names[3][CRIU_STDIO_NAME_MAX], struct cm_error **err) {
+  char buf[3 * (CRIU_STDIO_NAME_MAX + 1) + 1];
   size_t len = 0;
-  for (int fd = 0; fd < 3; fd++) {
-    char link[64], target[4096];
-    snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)pid, fd);
-    ssize_t n = readlink(link, target, sizeof(target) - 1);
-    if (n < 0)
-      n = 0; /* closed */
-    target[n] = '\0';
-    for (ssize_t i = 0; i < n; i++)
-      if (target[i] == '\n')
-        target[i] = '?';
-    len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s\n", target);
-  }
+  for (int fd = 0; fd < 3; fd++)
+    len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s\n", names[fd]);
   return write_file_atomic(images_fd, CRIU_DESCRIPTORS_FILE, buf, len, 0600, err);
 }
 
@@ -120,7 +108,8 @@ int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_o
   }
   if (s == NULL || check_dumpable(&c, s, o, err) < 0)
     goto out;
-  if (criu_externals_for_dump(s, c.st.pid, &ext, err) < 0)
+  char stdio_names[3][CRIU_STDIO_NAME_MAX];
+  if (criu_externals_for_dump(s, c.st.pid, &ext, err) < 0 || criu_externals_stdio(c.st.pid, &ext, stdio_names) < 0)
     goto out;
   if ((images_fd = open_dir("--image-path", image_path, true, err)) < 0 ||
       (work_fd = open_dir("--work-path", work_path, true, err)) < 0)
@@ -183,7 +172,7 @@ int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_o
   opts.n_external = ext.n;
   opts.external = ext.ext;
 
-  if (!o->pre_dump && save_descriptors(images_fd, c.st.pid, err) < 0)
+  if (!o->pre_dump && save_descriptors(images_fd, stdio_names, err) < 0)
     goto out;
   CriuReq req = CRIU_REQ__INIT;
   req.type = o->pre_dump ? CRIU_REQ_TYPE__PRE_DUMP : CRIU_REQ_TYPE__DUMP;

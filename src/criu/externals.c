@@ -198,6 +198,58 @@ int criu_externals_for_restore(const struct spec *s, const char *bundle, const c
   return 0;
 }
 
+/* The mount ids of init's mount namespace (mountinfo's first field). */
+static bool mount_id_inside(pid_t pid, unsigned mnt_id) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+  cleanup_fclose FILE *f = fopen(path, "re");
+  if (f == NULL)
+    return false;
+  char *line = NULL;
+  size_t cap = 0;
+  bool found = false;
+  while (!found && getline(&line, &cap, f) > 0) {
+    unsigned id;
+    found = sscanf(line, "%u", &id) == 1 && id == mnt_id;
+  }
+  free(line);
+  return found;
+}
+
+int criu_externals_stdio(pid_t pid, struct criu_externals *e, char names[3][CRIU_STDIO_NAME_MAX]) {
+  for (int fd = 0; fd < 3; fd++) {
+    char link[64], target[4096];
+    names[fd][0] = '\0';
+    snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)pid, fd);
+    ssize_t n = readlink(link, target, sizeof(target) - 1);
+    if (n <= 0)
+      continue;
+    target[n] = '\0';
+    if (strncmp(target, "pipe:[", 6) == 0 && (size_t)n < CRIU_STDIO_NAME_MAX) {
+      memcpy(names[fd], target, (size_t)n + 1);
+      continue;
+    }
+    if (target[0] != '/')
+      continue;
+    /* A file of the caller's outside the container (a log it redirected stdio to): CRIU
+     * cannot dump it, so it is external, and at restore the restoring caller's fd takes its place. */
+    char info[64];
+    snprintf(info, sizeof(info), "/proc/%d/fdinfo/%d", (int)pid, fd);
+    cleanup_fclose FILE *f = fopen(info, "re");
+    unsigned mnt_id = 0;
+    char line[256];
+    while (f && fgets(line, sizeof(line), f))
+      if (sscanf(line, "mnt_id: %u", &mnt_id) == 1)
+        break;
+    struct stat st;
+    if (mnt_id == 0 || stat(link, &st) < 0 || mount_id_inside(pid, mnt_id))
+      continue;
+    snprintf(names[fd], CRIU_STDIO_NAME_MAX, "file[%x:%llx]", mnt_id, (unsigned long long)st.st_ino);
+    push(e, "%s", names[fd]);
+  }
+  return 0;
+}
+
 void criu_externals_free(struct criu_externals *e) {
   for (size_t i = 0; i < e->n; i++)
     free(e->ext[i]);

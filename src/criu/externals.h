@@ -31,6 +31,11 @@ int criu_externals_for_dump(const struct spec *s, pid_t pid, struct criu_externa
  * (cgroup_path: cgroup/cgroup.h's, NULL without one). */
 int criu_externals_for_restore(const struct spec *s, const char *bundle, const char *cgroup_path,
                                struct criu_externals *out, struct cm_error **err);
+/* Init's stdio at the dump (names[fd], "" when neither): "pipe:[N]" for a pipe, and for a file
+ * outside the container (made external here) CRIU's "file[MNT:INODE]"; a restore gives its own
+ * fd of the same number in their place (runc's descriptors.json, and CRIU's external files). */
+#define CRIU_STDIO_NAME_MAX 64
+int criu_externals_stdio(pid_t pid, struct criu_externals *e, char names[3][CRIU_STDIO_NAME_MAX]);
 void criu_externals_free(struct criu_externals *e);
 
 #endif

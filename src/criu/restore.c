@@ -19,6 +19,7 @@
 #include "criu/externals.h"
 #include "criu/swrk.h"
 #include "linux/console.h"
+#include "runtime/hooks.h"
 #include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -28,7 +29,8 @@
 
 struct restore_run {
   const struct restore_options *o;
-  struct cm_error *notify_err;
+  const struct spec *spec;
+  struct container_state *st;
 };
 
 static int restore_notify(void *arg, const char *script, pid_t pid, int fd, struct cm_error **err) {
@@ -46,16 +48,28 @@ static int restore_notify(void *arg, const char *script, pid_t pid, int fd, stru
   }
   if (fd >= 0)
     close(fd);
+  /* The restored tree's namespaces exist, nothing runs yet: the prestart and createRuntime hooks
+   * (a network set up by a hook, as Docker's and CNI's are), where runc runs them too. */
+  if (strcmp(script, "setup-namespaces") == 0 &&
+      (r->spec->hooks[SPEC_HOOK_PRESTART].count || r->spec->hooks[SPEC_HOOK_CREATE_RUNTIME].count)) {
+    r->st->pid = pid;
+    cleanup_free char *json = state_oci_json(r->st, "creating");
+    struct hook_exec how = {.cwd = r->st->bundle};
+    if (hooks_run(r->spec->hooks, SPEC_HOOK_PRESTART, json, &how, err) < 0 ||
+        hooks_run(r->spec->hooks, SPEC_HOOK_CREATE_RUNTIME, json, &how, err) < 0)
+      return -1;
+  }
   return 0;
 }
 
-/* The checkpoint's stdio pipes become ours: CRIU connects the restored fds to the fds we were
- * given (an engine's new pipes), keyed by the old pipe's name. Other kinds are CRIU's business. */
+/* The checkpoint's stdio pipes and external files become ours: CRIU connects the restored fds
+ * to the fds we were given (an engine's new pipes), keyed by the old one's name
+ * (criu_externals_stdio). Other kinds are CRIU's business. */
 static size_t stdio_inherits(int images_fd, CriuInheritFd *slots, char names[3][64], CriuInheritFd **out) {
   cleanup_close int fd = openat(images_fd, CRIU_DESCRIPTORS_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return 0;
-  char buf[3 * 4200];
+  char buf[3 * (CRIU_STDIO_NAME_MAX + 1) + 1];
   ssize_t n = read(fd, buf, sizeof(buf) - 1);
   if (n <= 0)
     return 0;
@@ -63,7 +77,7 @@ static size_t stdio_inherits(int images_fd, CriuInheritFd *slots, char names[3][
   size_t k = 0;
   char *save = NULL, *line = strtok_r(buf, "\n", &save);
   for (int i = 0; i < 3 && line; i++, line = strtok_r(NULL, "\n", &save)) {
-    if (strncmp(line, "pipe:[", 6) != 0 || strlen(line) >= 64)
+    if ((strncmp(line, "pipe:[", 6) != 0 && strncmp(line, "file[", 5) != 0) || strlen(line) >= 64)
       continue;
     snprintf(names[k], 64, "%s", line);
     slots[k] = (CriuInheritFd)CRIU_INHERIT_FD__INIT;
@@ -297,7 +311,7 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
   CriuReq req = CRIU_REQ__INIT;
   req.type = CRIU_REQ_TYPE__RESTORE;
   req.opts = &opts;
-  struct restore_run run = {.o = o};
+  struct restore_run run = {.o = o, .spec = s, .st = &st};
   if (criu_swrk_start(&w, o->c.criu_path, keep, n_keep, err) < 0)
     goto fail;
   /* criu in the container's cgroup first: what it forks, the restored tree, is born there. */

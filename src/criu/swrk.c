@@ -46,8 +46,17 @@ int criu_swrk_start(struct criu_swrk *s, const char *criu_path, const int *keep_
     }
     char fdarg[16];
     snprintf(fdarg, sizeof(fdarg), "%d", keep_sock);
+    /* CRIU writes what matters to its log file; on stderr it adds only noise our error would
+     * repeat (and "Connection reset by peer" when the session ends). Our own stderr is kept
+     * for the one message this child may print. */
+    int saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0 && null != 2) {
+      dup2(null, 2);
+      close(null);
+    }
     execlp(bin, bin, "swrk", fdarg, (char *)NULL);
-    dprintf(2, "codemode: criu: exec %s: %s (apt-get install criu)\n", bin, strerror(errno));
+    dprintf(saved >= 0 ? saved : 2, "codemode: criu: exec %s: %s (apt-get install criu)\n", bin, strerror(errno));
     _exit(127);
   }
   close(sp[1]);
@@ -210,7 +219,17 @@ int criu_fail(struct cm_error **err, const char *what, const CriuResp *resp, int
               const char *log_name) {
   cleanup_free char *log = work_fd >= 0 ? criu_log_errors(work_fd, log_name) : NULL;
   int e = resp && resp->has_cr_errno ? resp->cr_errno : 0;
-  const char *msg = resp && resp->cr_errmsg ? resp->cr_errmsg : NULL;
+  cleanup_free char *msg = resp && resp->cr_errmsg ? strdup(resp->cr_errmsg) : NULL;
+  if (msg) {
+    size_t l = strlen(msg);
+    while (l > 0 && (msg[l - 1] == '\n' || msg[l - 1] == ' '))
+      msg[--l] = '\0';
+  }
+  /* CRIU's message is its first error line: the log quote says it already. */
+  if (msg && (msg[0] == '\0' || (log && strstr(log, msg)))) {
+    free(msg);
+    msg = NULL;
+  }
   /* CRIU's start-up probe of the kernel failed: nothing this container did, say what it is. */
   char kernel[160] = "";
   if (log && strstr(log, "kerndat")) {

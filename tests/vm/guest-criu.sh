@@ -21,6 +21,9 @@ criu_usable() {
 }
 t "features says CRIU works on this kernel, --version names criu" criu_usable
 
+# On a failure: CRIU's own error lines (its log's tail is mostly its clean-up).
+log_errors() { grep -E 'Error|Warn' "$1" | grep -v 'Diag module' | head -n 12; }
+
 # counter NAME: a container counting into /data/n (a tmpfs), five times a second.
 counter() {
   bundle "$1" sh -c 'i=0; while :; do i=$((i+1)); echo $i >/data/n; sleep 0.2; done' >/dev/null
@@ -32,14 +35,16 @@ grows() { local n; n=$(count_of "$1") && [ -n "$n" ] && [ "$n" -gt "$2" ]; }
 
 checkpoint_restore() {
   counter cr
+  # A createRuntime hook: at restore it runs again, with the restored init's pid in its state.
+  cfg cr '.hooks.createRuntime = [{path: "/bin/sh", args: ["sh", "-c", "cat >/run/cmvm-criu/hook-state"]}]'
   run_detached cr || return 1
   wait_for 10 grows cr 3 || return 1
   local after pid
-  cm checkpoint --image-path $IMG/cr --work-path $IMG/cr-work cr || { cat $IMG/cr-work/dump.log | tail -n 20; return 1; }
+  cm checkpoint --image-path $IMG/cr --work-path $IMG/cr-work cr || { log_errors $IMG/cr-work/dump.log; return 1; }
   # Dumped without --leave-running: the container is gone, as with runc.
   cm state cr >/dev/null 2>&1 && { echo "cr still exists after checkpoint"; return 1; }
   cm restore --detach --image-path $IMG/cr --work-path $IMG/cr-work --pid-file $IMG/cr.pid -b $BUNDLES/cr cr \
-    </dev/null >/dev/null 2>$IMG/cr.err || { cat $IMG/cr.err; tail -n 20 $IMG/cr-work/restore.log; return 1; }
+    </dev/null >/dev/null 2>$IMG/cr.err || { cat $IMG/cr.err; log_errors $IMG/cr-work/restore.log; return 1; }
   [ "$(state_of cr)" = running ] || { cm state cr; return 1; }
   pid=$(pid_of cr)
   [ "$pid" = "$(cat $IMG/cr.pid)" ] || { echo "state pid $pid, pid file $(cat $IMG/cr.pid)"; return 1; }
@@ -48,6 +53,7 @@ checkpoint_restore() {
   [ "$after" -ge 3 ] || { echo "counter restarted: $after"; return 1; }
   wait_for 10 grows cr "$after" || return 1
   grep -qx "$pid" $CG/cmvm/cr/cgroup.procs || { echo "pid $pid not in $CG/cmvm/cr"; cat $CG/cmvm/cr/cgroup.procs; return 1; }
+  jq -e --argjson p "$pid" '.pid == $p and .id == "cr"' $IMG/hook-state >/dev/null || { cat $IMG/hook-state; return 1; }
 }
 t "checkpoint then restore: the counter goes on, state/pid file/cgroup name the restored init" checkpoint_restore
 
@@ -67,13 +73,13 @@ new_id() {
   counter orig
   run_detached orig || return 1
   wait_for 10 grows orig 3 || return 1
-  cm checkpoint --leave-running --image-path $IMG/orig orig || { tail -n 20 $IMG/orig/dump.log; return 1; }
+  cm checkpoint --leave-running --image-path $IMG/orig orig || { log_errors $IMG/orig/dump.log; return 1; }
   [ "$(state_of orig)" = running ] || { echo "orig is $(state_of orig) after --leave-running"; return 1; }
   # The copy: its own bundle (its own cgroup), its own id.
   mkdir -p $BUNDLES/copy
   jq '.linux.cgroupsPath = "/cmvm/copy"' $BUNDLES/orig/config.json >$BUNDLES/copy/config.json
   cm restore -d --image-path $IMG/orig -b $BUNDLES/copy copy </dev/null >/dev/null 2>$IMG/copy.err ||
-    { cat $IMG/copy.err; tail -n 20 $IMG/orig/restore.log; return 1; }
+    { cat $IMG/copy.err; log_errors $IMG/orig/restore.log; return 1; }
   [ "$(state_of copy)" = running ] && [ "$(state_of orig)" = running ] || return 1
   [ "$(pid_of copy)" != "$(pid_of orig)" ] || return 1
   grep -qx "$(pid_of copy)" $CG/cmvm/copy/cgroup.procs || { echo "copy not in its cgroup"; return 1; }
@@ -87,14 +93,14 @@ pre_dump_chain() {
   counter pre
   run_detached pre || return 1
   wait_for 10 grows pre 3 || return 1
-  cm checkpoint --pre-dump --image-path $IMG/pre/1 pre || { tail -n 20 $IMG/pre/1/pre-dump.log; return 1; }
+  cm checkpoint --pre-dump --image-path $IMG/pre/1 pre || { log_errors $IMG/pre/1/pre-dump.log; return 1; }
   [ "$(state_of pre)" = running ] || { echo "pre-dump stopped it"; return 1; }
-  cm checkpoint --pre-dump --image-path $IMG/pre/2 --parent-path ../1 pre || { tail -n 20 $IMG/pre/2/pre-dump.log; return 1; }
-  cm checkpoint --image-path $IMG/pre/3 --parent-path ../2 pre || { tail -n 20 $IMG/pre/3/dump.log; return 1; }
+  cm checkpoint --pre-dump --image-path $IMG/pre/2 --parent-path ../1 pre || { log_errors $IMG/pre/2/pre-dump.log; return 1; }
+  cm checkpoint --image-path $IMG/pre/3 --parent-path ../2 pre || { log_errors $IMG/pre/3/dump.log; return 1; }
   # The final dump only holds what changed: its pages are linked to the parent's.
   [ -L $IMG/pre/3/parent ] || { ls -la $IMG/pre/3; return 1; }
   cm restore -d --image-path $IMG/pre/3 -b $BUNDLES/pre pre </dev/null >/dev/null 2>$IMG/pre.err ||
-    { cat $IMG/pre.err; tail -n 20 $IMG/pre/3/restore.log; return 1; }
+    { cat $IMG/pre.err; log_errors $IMG/pre/3/restore.log; return 1; }
   local n
   n=$(count_of pre) && [ "$n" -ge 3 ] && wait_for 10 grows pre "$n" || { echo "counter: $n"; return 1; }
   cm delete -f pre
@@ -120,9 +126,9 @@ tcp_established() {
   out=$(cm checkpoint --image-path $IMG/tcp-no tcp 2>&1) && { echo "dumped an established connection without the flag"; return 1; }
   [[ $out == *"criu dump failed"*"Error"* ]] || { echo "$out"; return 1; }
   [ "$(state_of tcp)" = running ] || { echo "a failed dump stopped it"; return 1; }
-  cm checkpoint --tcp-established --image-path $IMG/tcp tcp || { tail -n 20 $IMG/tcp/dump.log; return 1; }
+  cm checkpoint --tcp-established --image-path $IMG/tcp tcp || { log_errors $IMG/tcp/dump.log; return 1; }
   cm restore -d --tcp-established --image-path $IMG/tcp -b $BUNDLES/tcp tcp </dev/null >/dev/null 2>$IMG/tcp.err ||
-    { cat $IMG/tcp.err; tail -n 20 $IMG/tcp/restore.log; return 1; }
+    { cat $IMG/tcp.err; log_errors $IMG/tcp/restore.log; return 1; }
   local n
   n=$(got_lines) && [ "$n" -ge 3 ] && wait_for 10 got_grows "$n" || { echo "lines: $n"; return 1; }
   cm delete -f tcp
@@ -136,14 +142,15 @@ t "a TCP connection (--tcp-established) survives checkpoint and restore; refused
 through_containerd() {
   command -v containerd >/dev/null && command -v ctr >/dev/null || { echo "containerd is not installed"; return 1; }
   # shellcheck source=tests/containerd/containerd.bash
-  CM_REPO=$CMVM_REPO . "$CMVM_REPO/tests/containerd/containerd.bash"
-  ctrd_start /run/cmvm-ctrd || return 1
+  export CM_REPO=$CMVM_REPO
+  . "$CMVM_REPO/tests/containerd/containerd.bash"
+  ctrd_start /run/cmvm-ctrd || { echo "ctrd_start failed"; tail -n 20 /run/cmvm-ctrd/containerd.log; ctrd_stop; return 1; }
   local id=ctrcr rc=0 n shim_root=/run/cmvm-ctrd/codemode-root
   cctr run -d --runc-binary "$CODEMODE" --mount type=tmpfs,src=tmpfs,dst=/data,options=nosuid:nodev "$CTR_IMAGE" $id \
-    sh -c 'i=0; while :; do i=$((i+1)); echo $i >/data/n; sleep 0.2; done' >/dev/null || rc=1
+    sh -c 'i=0; while :; do i=$((i+1)); echo $i >/data/n; sleep 0.2; done' >/dev/null || { echo "ctr run failed"; rc=1; }
   ctr_count() { cctr tasks exec --exec-id "e$RANDOM" $id cat /data/n 2>/dev/null; }
   ctr_grows() { local c; c=$(ctr_count) && [ -n "$c" ] && [ "$c" -gt "$1" ]; }
-  [ $rc = 0 ] && wait_for 15 ctr_grows 3 || rc=1
+  [ $rc = 0 ] && { wait_for 15 ctr_grows 3 || rc=1; }
   [ $rc = 0 ] && { cctr containers checkpoint --task $id cmvm/ctrcr:1 || rc=1; }
   if [ $rc = 0 ]; then
     cctr tasks kill -s KILL $id >/dev/null 2>&1
