@@ -10,6 +10,8 @@ IMG=/run/cmvm-criu
 mkdir -p "$IMG"
 # CRIU probes TCP repair over loopback at start-up (the guest's own lo is down until now).
 ip link set lo up
+# tests/containerd/containerd.bash uses process substitution (/dev/fd): the guest's devtmpfs lacks it.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 echo "# kernel $(uname -r), $(criu --version 2>&1 | head -n 1)"
 
 criu_usable() {
@@ -22,7 +24,7 @@ criu_usable() {
 t "features says CRIU works on this kernel, --version names criu" criu_usable
 
 # On a failure: CRIU's own error lines (its log's tail is mostly its clean-up).
-log_errors() { grep -E 'Error|Warn' "$1" | grep -v 'Diag module' | head -n 12; }
+log_errors() { grep -v 'Diag module' "$1" | grep -B 10 -m 1 'Error'; }
 
 # counter NAME: a container counting into /data/n (a tmpfs), five times a second.
 counter() {
@@ -68,6 +70,7 @@ restored_lifecycle() {
   ! cm state cr >/dev/null 2>&1 && [ ! -d $CG/cmvm/cr ]
 }
 t "a restored container: ps, kill and delete work on it" restored_lifecycle
+cleanup_container cr
 
 new_id() {
   counter orig
@@ -88,6 +91,8 @@ new_id() {
   cm delete -f copy && cm delete -f orig
 }
 t "checkpoint --leave-running, restore into a new id beside the original" new_id
+cleanup_container copy
+cleanup_container orig
 
 pre_dump_chain() {
   counter pre
@@ -106,6 +111,7 @@ pre_dump_chain() {
   cm delete -f pre
 }
 t "a pre-dump chain (--pre-dump, then checkpoint --parent-path) restores" pre_dump_chain
+cleanup_container pre
 
 # Both ends of a TCP connection in the container (its own network namespace): a sender writes a
 # line every 0.2 s into nc, the listener appends them to /data/got (its stdin a pipe that stays
@@ -134,6 +140,7 @@ tcp_established() {
   cm delete -f tcp
 }
 t "a TCP connection (--tcp-established) survives checkpoint and restore; refused without the flag" tcp_established
+cleanup_container tcp
 
 # containerd with codemode as the runc binary: `ctr containers checkpoint --task` (the shim runs
 # `codemode checkpoint --image-path … --work-path …`), then `ctr containers restore --live` (the

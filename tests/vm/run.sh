@@ -126,11 +126,13 @@ for m in virtio_pci 9pnet_virtio 9p overlay virtio_blk; do
 done
 # The criu variant: the socket diag modules CRIU reads sockets through, iptables and nf_tables
 # (probed at CRIU's start-up, as is veth; it locks the network of a container whose TCP
-# connections it dumps with iptables rules: Debian's iptables is iptables-nft, hence nft_compat).
+# connections it dumps with iptables rules: Debian's iptables is iptables-nft, hence nft_compat;
+# a network namespace's dump reads its conntrack table over netlink: nf_conntrack_netlink).
 if [[ " $variants " == *" criu "* ]]; then
   # crc32c_generic: libcrc32c (nf_tables needs it) has it only as a softdep, not in depends=.
   for m in crc32c_generic unix_diag inet_diag tcp_diag udp_diag raw_diag netlink_diag af_packet_diag \
-    ip_tables iptable_filter ip6_tables ip6table_filter xt_mark nf_tables nft_compat veth; do
+    ip_tables iptable_filter ip6_tables ip6table_filter xt_mark nf_tables nft_compat veth tun \
+    nf_conntrack nf_conntrack_netlink; do
     add_module "$m" || cannot "the kernel in $KDIR lacks module $m"
   done
 fi
