@@ -103,17 +103,23 @@ static int copy_config(int dirfd, const char *src, struct cm_error **err) {
   return write_file_atomic(dirfd, "config.json", buf, (size_t)n, 0600, err);
 }
 
-/* CRIU restores the container's mount tree on a root that must be a mount point: the rootfs
- * bound onto <state dir>/criu-root in a mount namespace of our own, slave of the host's, so the
- * bind is never seen on the host and goes away with us (criu is our child and shares it). */
-static int prepare_root(const char *state_dir, const char *rootfs, char **root_out, struct cm_error **err) {
-  if (asprintf(root_out, "%s/" CRIU_ROOT, state_dir) < 0)
-    abort();
+/* A mount namespace of our own, slave of the host's, for the bind below: it is never seen on the
+ * host and goes away with us (criu is our child and shares it). First of all, before any fd is
+ * opened: CRIU mounts under its work dir (its cgroup yard), which must be in this namespace. */
+static int private_mount_ns(struct cm_error **err) {
   if (unshare(CLONE_NEWNS) < 0)
     return cm_error_set(err, errno, "restore: unshare a mount namespace");
   /* Without this, our bind would propagate to the host's mount table (a shared /). */
   if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
     return cm_error_set(err, errno, "restore: make / a slave mount");
+  return 0;
+}
+
+/* CRIU restores the container's mount tree on a root that must be a mount point: the rootfs
+ * bound onto <state dir>/criu-root (in private_mount_ns's namespace). */
+static int prepare_root(const char *state_dir, const char *rootfs, char **root_out, struct cm_error **err) {
+  if (asprintf(root_out, "%s/" CRIU_ROOT, state_dir) < 0)
+    abort();
   if (mkdir(*root_out, 0700) < 0 && errno != EEXIST)
     return cm_error_set(err, errno, "restore: mkdir %s", *root_out);
   if (mount(rootfs, *root_out, NULL, MS_BIND | MS_REC, NULL) < 0)
@@ -156,6 +162,8 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
     return -1;
   if (o->c.lazy_pages)
     return cm_error_set(err, ENOTSUP, "--lazy-pages: not supported by codemode; restore without it");
+  if (private_mount_ns(err) < 0)
+    return -1;
   const char *image_path = o->c.image_path ? o->c.image_path : "checkpoint";
   const char *work_path = o->c.work_path ? o->c.work_path : image_path;
   const char *bundle_arg = o->bundle ? o->bundle : ".";

@@ -46,7 +46,7 @@ checkpoint_restore() {
   # Dumped without --leave-running: the container is gone, as with runc.
   cm state cr >/dev/null 2>&1 && { echo "cr still exists after checkpoint"; return 1; }
   cm restore --detach --image-path $IMG/cr --work-path $IMG/cr-work --pid-file $IMG/cr.pid -b $BUNDLES/cr cr \
-    </dev/null >/dev/null 2>$IMG/cr.err || { cat $IMG/cr.err; log_errors $IMG/cr-work/restore.log; return 1; }
+    </dev/null >$IMG/cr.out 2>$IMG/cr.err || { cat $IMG/cr.err; log_errors $IMG/cr-work/restore.log; return 1; }
   [ "$(state_of cr)" = running ] || { cm state cr; return 1; }
   pid=$(pid_of cr)
   [ "$pid" = "$(cat $IMG/cr.pid)" ] || { echo "state pid $pid, pid file $(cat $IMG/cr.pid)"; return 1; }
@@ -81,7 +81,7 @@ new_id() {
   # The copy: its own bundle (its own cgroup), its own id.
   mkdir -p $BUNDLES/copy
   jq '.linux.cgroupsPath = "/cmvm/copy"' $BUNDLES/orig/config.json >$BUNDLES/copy/config.json
-  cm restore -d --image-path $IMG/orig -b $BUNDLES/copy copy </dev/null >/dev/null 2>$IMG/copy.err ||
+  cm restore -d --image-path $IMG/orig -b $BUNDLES/copy copy </dev/null >$IMG/copy.out 2>$IMG/copy.err ||
     { cat $IMG/copy.err; log_errors $IMG/orig/restore.log; return 1; }
   [ "$(state_of copy)" = running ] && [ "$(state_of orig)" = running ] || return 1
   [ "$(pid_of copy)" != "$(pid_of orig)" ] || return 1
@@ -104,7 +104,7 @@ pre_dump_chain() {
   cm checkpoint --image-path $IMG/pre/3 --parent-path ../2 pre || { log_errors $IMG/pre/3/dump.log; return 1; }
   # The final dump only holds what changed: its pages are linked to the parent's.
   [ -L $IMG/pre/3/parent ] || { ls -la $IMG/pre/3; return 1; }
-  cm restore -d --image-path $IMG/pre/3 -b $BUNDLES/pre pre </dev/null >/dev/null 2>$IMG/pre.err ||
+  cm restore -d --image-path $IMG/pre/3 -b $BUNDLES/pre pre </dev/null >$IMG/pre.out 2>$IMG/pre.err ||
     { cat $IMG/pre.err; log_errors $IMG/pre/3/restore.log; return 1; }
   local n
   n=$(count_of pre) && [ "$n" -ge 3 ] && wait_for 10 grows pre "$n" || { echo "counter: $n"; return 1; }
@@ -133,7 +133,7 @@ tcp_established() {
   [[ $out == *"criu dump failed"*"Error"* ]] || { echo "$out"; return 1; }
   [ "$(state_of tcp)" = running ] || { echo "a failed dump stopped it"; return 1; }
   cm checkpoint --tcp-established --image-path $IMG/tcp tcp || { log_errors $IMG/tcp/dump.log; return 1; }
-  cm restore -d --tcp-established --image-path $IMG/tcp -b $BUNDLES/tcp tcp </dev/null >/dev/null 2>$IMG/tcp.err ||
+  cm restore -d --tcp-established --image-path $IMG/tcp -b $BUNDLES/tcp tcp </dev/null >$IMG/tcp.out 2>$IMG/tcp.err ||
     { cat $IMG/tcp.err; log_errors $IMG/tcp/restore.log; return 1; }
   local n
   n=$(got_lines) && [ "$n" -ge 3 ] && wait_for 10 got_grows "$n" || { echo "lines: $n"; return 1; }
