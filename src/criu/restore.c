@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,9 @@ static int restore_notify(void *arg, const char *script, pid_t pid, int fd, stru
 /* The checkpoint's stdio pipes and external files become ours: CRIU connects the restored fds
  * to the fds we were given (an engine's new pipes), keyed by the old one's name
  * (criu_externals_stdio). Other kinds are CRIU's business. */
-static size_t stdio_inherits(int images_fd, CriuInheritFd *slots, char names[3][64], CriuInheritFd **out) {
+static int stdio_inherits(int images_fd, bool new_pidns, CriuInheritFd *slots, char names[3][64], CriuInheritFd **out,
+                          size_t *n_out, struct cm_error **err) {
+  *n_out = 0;
   cleanup_close int fd = openat(images_fd, CRIU_DESCRIPTORS_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return 0;
@@ -75,9 +78,28 @@ static size_t stdio_inherits(int images_fd, CriuInheritFd *slots, char names[3][
     return 0;
   buf[n] = '\0';
   size_t k = 0;
-  char *save = NULL, *line = strtok_r(buf, "\n", &save);
-  for (int i = 0; i < 3 && line; i++, line = strtok_r(NULL, "\n", &save)) {
+  /* One line per fd, an empty one for an fd that is neither (strtok would skip it). */
+  char *line = buf;
+  for (int i = 0; i < 3 && line && *line; i++, line = strchr(line, '\0') + 1) {
+    char *nl = strchr(line, '\n');
+    if (nl == NULL)
+      break;
+    *nl = '\0';
     if ((strncmp(line, "pipe:[", 6) != 0 && strncmp(line, "file[", 5) != 0) || strlen(line) >= 64)
+      continue;
+    /* CRIU 3.17 reopens an inherited external file through /proc/<its own pid>, which in a new
+     * pid namespace names another process (it then finds that one's fd): refuse, clearly. */
+    if (new_pidns && strncmp(line, "file[", 5) == 0)
+      return cm_error_set(err, ENOTSUP, "restore: the checkpointed container's fd %d was a file outside it (%s); "
+                                        "CRIU cannot hand such a file back to a container with its own pid "
+                                        "namespace: give the container pipes as stdio (as containerd and "
+                                        "Docker do) before checkpointing it",
+                          i, line);
+    /* One fd per key (stdout and stderr are often the same pipe or file): CRIU takes one. */
+    bool seen = false;
+    for (size_t j = 0; j < k && !seen; j++)
+      seen = strcmp(names[j], line) == 0;
+    if (seen)
       continue;
     snprintf(names[k], 64, "%s", line);
     slots[k] = (CriuInheritFd)CRIU_INHERIT_FD__INIT;
@@ -86,7 +108,8 @@ static size_t stdio_inherits(int images_fd, CriuInheritFd *slots, char names[3][
     out[k] = &slots[k];
     k++;
   }
-  return k;
+  *n_out = k;
+  return 0;
 }
 
 static int copy_config(int dirfd, const char *src, struct cm_error **err) {
@@ -303,7 +326,10 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
   opts.external = ext.ext;
   CriuInheritFd slots[4], *inherit[4];
   char pipe_names[3][64];
-  size_t n_inherit = stdio_inherits(images_fd, slots, pipe_names, inherit);
+  size_t n_inherit = 0;
+  const struct spec_namespace *pidns = &s->linux_.namespaces[SPEC_NS_PID];
+  if (stdio_inherits(images_fd, pidns->present && pidns->path == NULL, slots, pipe_names, inherit, &n_inherit, err) < 0)
+    goto fail;
   int keep[3] = {images_fd, work_fd, -1};
   size_t n_keep = 2;
   if (ext.netns_fd >= 0) {

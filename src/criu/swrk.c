@@ -46,17 +46,9 @@ int criu_swrk_start(struct criu_swrk *s, const char *criu_path, const int *keep_
     }
     char fdarg[16];
     snprintf(fdarg, sizeof(fdarg), "%d", keep_sock);
-    /* CRIU writes what matters to its log file; on stderr it adds only noise our error would
-     * repeat (and "Connection reset by peer" when the session ends). Our own stderr is kept
-     * for the one message this child may print. */
-    int saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0 && null != 2) {
-      dup2(null, 2);
-      close(null);
-    }
+    /* stdio stays ours: a restore hands it to the restored container (inherit_fd). */
     execlp(bin, bin, "swrk", fdarg, (char *)NULL);
-    dprintf(saved >= 0 ? saved : 2, "codemode: criu: exec %s: %s (apt-get install criu)\n", bin, strerror(errno));
+    dprintf(2, "codemode: criu: exec %s: %s (apt-get install criu)\n", bin, strerror(errno));
     _exit(127);
   }
   close(sp[1]);

@@ -23,6 +23,18 @@ criu_usable() {
 }
 t "features says CRIU works on this kernel, --version names criu" criu_usable
 
+# run_piped NAME / restore_piped NAME RESTORE-ARGS…: stdout and stderr an anonymous pipe to a cat
+# writing $IMG/NAME.out (its stderr not t's capture pipe, which it would hold open).
+run_piped() {
+  cm run --detach -b "$BUNDLES/$1" "$1" </dev/null > >(cat >"$IMG/$1.out" 2>/dev/null) 2>&1
+}
+restore_piped() {
+  local name=$1
+  shift
+  cm restore "$@" "$name" </dev/null > >(cat >"$IMG/$name.rout" 2>/dev/null) 2>"$IMG/$name.err" ||
+    { cat "$IMG/$name.err"; return 1; }
+}
+
 # On a failure: CRIU's own error lines (its log's tail is mostly its clean-up).
 log_errors() { grep -v 'Diag module' "$1" | grep -B 10 -m 1 'Error'; }
 
@@ -39,14 +51,14 @@ checkpoint_restore() {
   counter cr
   # A createRuntime hook: at restore it runs again, with the restored init's pid in its state.
   cfg cr '.hooks.createRuntime = [{path: "/bin/sh", args: ["sh", "-c", "cat >/run/cmvm-criu/hook-state"]}]'
-  run_detached cr || return 1
+  run_piped cr || return 1
   wait_for 10 grows cr 3 || return 1
   local after pid
   cm checkpoint --image-path $IMG/cr --work-path $IMG/cr-work cr || { log_errors $IMG/cr-work/dump.log; return 1; }
   # Dumped without --leave-running: the container is gone, as with runc.
   cm state cr >/dev/null 2>&1 && { echo "cr still exists after checkpoint"; return 1; }
-  cm restore --detach --image-path $IMG/cr --work-path $IMG/cr-work --pid-file $IMG/cr.pid -b $BUNDLES/cr cr \
-    </dev/null >$IMG/cr.out 2>$IMG/cr.err || { cat $IMG/cr.err; log_errors $IMG/cr-work/restore.log; return 1; }
+  restore_piped cr --detach --image-path $IMG/cr --work-path $IMG/cr-work --pid-file $IMG/cr.pid -b $BUNDLES/cr ||
+    { log_errors $IMG/cr-work/restore.log; return 1; }
   [ "$(state_of cr)" = running ] || { cm state cr; return 1; }
   pid=$(pid_of cr)
   [ "$pid" = "$(cat $IMG/cr.pid)" ] || { echo "state pid $pid, pid file $(cat $IMG/cr.pid)"; return 1; }
@@ -74,15 +86,14 @@ cleanup_container cr
 
 new_id() {
   counter orig
-  run_detached orig || return 1
+  run_piped orig || return 1
   wait_for 10 grows orig 3 || return 1
   cm checkpoint --leave-running --image-path $IMG/orig orig || { log_errors $IMG/orig/dump.log; return 1; }
   [ "$(state_of orig)" = running ] || { echo "orig is $(state_of orig) after --leave-running"; return 1; }
   # The copy: its own bundle (its own cgroup), its own id.
   mkdir -p $BUNDLES/copy
   jq '.linux.cgroupsPath = "/cmvm/copy"' $BUNDLES/orig/config.json >$BUNDLES/copy/config.json
-  cm restore -d --image-path $IMG/orig -b $BUNDLES/copy copy </dev/null >$IMG/copy.out 2>$IMG/copy.err ||
-    { cat $IMG/copy.err; log_errors $IMG/orig/restore.log; return 1; }
+  restore_piped copy -d --image-path $IMG/orig -b $BUNDLES/copy || { log_errors $IMG/orig/restore.log; return 1; }
   [ "$(state_of copy)" = running ] && [ "$(state_of orig)" = running ] || return 1
   [ "$(pid_of copy)" != "$(pid_of orig)" ] || return 1
   grep -qx "$(pid_of copy)" $CG/cmvm/copy/cgroup.procs || { echo "copy not in its cgroup"; return 1; }
@@ -96,7 +107,7 @@ cleanup_container orig
 
 pre_dump_chain() {
   counter pre
-  run_detached pre || return 1
+  run_piped pre || return 1
   wait_for 10 grows pre 3 || return 1
   cm checkpoint --pre-dump --image-path $IMG/pre/1 pre || { log_errors $IMG/pre/1/pre-dump.log; return 1; }
   [ "$(state_of pre)" = running ] || { echo "pre-dump stopped it"; return 1; }
@@ -104,8 +115,7 @@ pre_dump_chain() {
   cm checkpoint --image-path $IMG/pre/3 --parent-path ../2 pre || { log_errors $IMG/pre/3/dump.log; return 1; }
   # The final dump only holds what changed: its pages are linked to the parent's.
   [ -L $IMG/pre/3/parent ] || { ls -la $IMG/pre/3; return 1; }
-  cm restore -d --image-path $IMG/pre/3 -b $BUNDLES/pre pre </dev/null >$IMG/pre.out 2>$IMG/pre.err ||
-    { cat $IMG/pre.err; log_errors $IMG/pre/3/restore.log; return 1; }
+  restore_piped pre -d --image-path $IMG/pre/3 -b $BUNDLES/pre || { log_errors $IMG/pre/3/restore.log; return 1; }
   local n
   n=$(count_of pre) && [ "$n" -ge 3 ] && wait_for 10 grows pre "$n" || { echo "counter: $n"; return 1; }
   cm delete -f pre
@@ -125,7 +135,7 @@ got_grows() { local n; n=$(got_lines) && [ -n "$n" ] && [ "$n" -gt "$1" ]; }
 
 tcp_established() {
   tcp_bundle
-  run_detached tcp || return 1
+  run_piped tcp || return 1
   wait_for 15 got_grows 3 || return 1
   # Without --tcp-established CRIU refuses, and says why (its log quoted).
   local out
@@ -133,8 +143,7 @@ tcp_established() {
   [[ $out == *"criu dump failed"*"Error"* ]] || { echo "$out"; return 1; }
   [ "$(state_of tcp)" = running ] || { echo "a failed dump stopped it"; return 1; }
   cm checkpoint --tcp-established --image-path $IMG/tcp tcp || { log_errors $IMG/tcp/dump.log; return 1; }
-  cm restore -d --tcp-established --image-path $IMG/tcp -b $BUNDLES/tcp tcp </dev/null >$IMG/tcp.out 2>$IMG/tcp.err ||
-    { cat $IMG/tcp.err; log_errors $IMG/tcp/restore.log; return 1; }
+  restore_piped tcp -d --tcp-established --image-path $IMG/tcp -b $BUNDLES/tcp || { log_errors $IMG/tcp/restore.log; return 1; }
   local n
   n=$(got_lines) && [ "$n" -ge 3 ] && wait_for 10 got_grows "$n" || { echo "lines: $n"; return 1; }
   cm delete -f tcp
