@@ -10,6 +10,7 @@
 #include "criu/criu.h"
 #include "criu/externals.h"
 #include "criu/swrk.h"
+#include "cgroup/cgroup.h"
 #include "runtime/container.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -55,6 +56,36 @@ static int save_descriptors(int images_fd, char names[3][CRIU_STDIO_NAME_MAX], s
   return write_file_atomic(images_fd, CRIU_DESCRIPTORS_FILE, buf, len, 0600, err);
 }
 
+/* The host directory of the container's freezer: the v1 freezer hierarchy's when there is one
+ * (pause freezes there, cgroup/v1.c), else cgroup2's. malloc'd, NULL when neither is mounted. */
+static char *freezer_dir(const char *cgroup_path) {
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (f == NULL)
+    return NULL;
+  char *line = NULL, *v1 = NULL, *v2 = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    char root[4096], mnt[4096], fstype[64], sopts[1024];
+    const char *dash = strstr(line, " - ");
+    if (dash == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
+        sscanf(dash + 3, "%63s %*s %1023s", fstype, sopts) != 2 || strcmp(root, "/") != 0)
+      continue;
+    char **slot = NULL;
+    if (strcmp(fstype, "cgroup2") == 0)
+      slot = &v2;
+    else if (strcmp(fstype, "cgroup") == 0 && strstr(sopts, "freezer"))
+      slot = &v1;
+    if (slot && *slot == NULL && asprintf(slot, "%s%s", mnt, cgroup_path) < 0)
+      abort();
+  }
+  free(line);
+  if (v1) {
+    free(v2);
+    return v1;
+  }
+  return v2;
+}
+
 static int dump_notify(void *arg, const char *script, pid_t pid, int fd, struct cm_error **err) {
   (void)arg;
   if (fd >= 0)
@@ -66,9 +97,9 @@ static int dump_notify(void *arg, const char *script, pid_t pid, int fd, struct 
 /* Things a dump would lose or CRIU cannot take, refused before anything is touched. */
 static int check_dumpable(const struct container *c, const struct spec *s, const struct checkpoint_options *o,
                           struct cm_error **err) {
-  if (c->status == STATUS_PAUSED)
-    return cm_error_set(err, 0, "container \"%s\" is paused: resume it before checkpointing", o->id);
-  if (c->status != STATUS_RUNNING)
+  if (c->status == STATUS_PAUSED && c->cgroup == NULL)
+    return cm_error_set(err, 0, "container \"%s\" is paused and has no cgroup CRIU could find it frozen in", o->id);
+  if (c->status != STATUS_RUNNING && c->status != STATUS_PAUSED)
     return cm_error_set(err, 0, "container not running: \"%s\" is %s (only a running container can be checkpointed)",
                         o->id, container_status_name(c->status));
   /* Its egress broker is a process of ours outside the container that CRIU would not dump. */
@@ -96,6 +127,7 @@ int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_o
   int images_fd = -1, work_fd = -1;
   struct criu_swrk w = {.pid = -1, .sock = -1};
   CriuResp *resp = NULL;
+  char *frozen = NULL;
   const char *image_path = o->c.image_path ? o->c.image_path : "checkpoint";
   const char *work_path = o->c.work_path ? o->c.work_path : image_path;
   const char *log_name = o->pre_dump ? "pre-dump.log" : "dump.log";
@@ -164,6 +196,16 @@ int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_o
   }
   if (o->parent_path)
     opts.parent_img = (char *)o->parent_path;
+  /* A paused container (containerd pauses one before it checkpoints it): CRIU finds it frozen
+   * in its cgroup, dumps it from there and leaves it as it was. */
+  if (c.status == STATUS_PAUSED) {
+    frozen = freezer_dir(cgroup_path(c.cgroup));
+    if (frozen == NULL) {
+      cm_error_set(err, ENOENT, "container \"%s\" is paused: no freezer cgroup mounted to dump it from", o->id);
+      goto out;
+    }
+    opts.freeze_cgroup = frozen;
+  }
   /* Pre-dumps and the dump after them track dirty memory: each one saves only what changed. */
   if (o->pre_dump || o->parent_path) {
     opts.has_track_mem = true;
@@ -188,6 +230,7 @@ int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_o
   }
   rc = 0;
 out:
+  free(frozen);
   if (resp)
     criu_resp__free_unpacked(resp, NULL);
   criu_swrk_end(&w);

@@ -167,21 +167,21 @@ through_containerd() {
   ctr_count() { cctr tasks exec --exec-id "e$RANDOM" $id cat /data/n 2>/dev/null; }
   ctr_grows() { local c; c=$(ctr_count) && [ -n "$c" ] && [ "$c" -gt "$1" ]; }
   [ $rc = 0 ] && { wait_for 15 ctr_grows 3 || rc=1; }
-  [ $rc = 0 ] && { cctr containers checkpoint --task $id cmvm/ctrcr:1 || rc=1; }
+  [ $rc = 0 ] && { cctr containers checkpoint --task $id cmvm/ctrcr:1 2>&1 | tail -n 3; [ "${PIPESTATUS[0]}" = 0 ] || rc=1; }
   if [ $rc = 0 ]; then
     cctr tasks kill -s KILL $id >/dev/null 2>&1
     sleep 1
     cctr tasks delete $id >/dev/null 2>&1
     cctr containers delete $id || rc=1
   fi
-  [ $rc = 0 ] && { cctr containers restore --live $id cmvm/ctrcr:1 || rc=1; }
+  [ $rc = 0 ] && { cctr containers restore --live $id cmvm/ctrcr:1 2>&1 | tail -n 3; [ "${PIPESTATUS[0]}" = 0 ] || rc=1; }
   [ $rc = 0 ] && { cctr tasks start -d $id >/dev/null 2>&1 || true; }
   if [ $rc = 0 ]; then
     cctr tasks ls
     n=$(ctr_count)
     [ -n "$n" ] && [ "$n" -ge 3 ] && wait_for 10 ctr_grows "$n" || { echo "restored counter: '$n'"; rc=1; }
   fi
-  [ $rc = 0 ] || { tail -n 30 /run/cmvm-ctrd/containerd.log; find /run/cmvm-ctrd -name '*.log' -path '*criu*' | head; }
+  [ $rc = 0 ] || { grep -v 'loading plugin' /run/cmvm-ctrd/containerd.log | tail -n 8; }
   ctrd_stop
   return $rc
 }
