@@ -136,7 +136,8 @@ static int cmd_checkpoint(struct runtime_context *ctx, const char *criu_path, in
   int c;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+  /* _only: "-leave-running" is "--leave-running", as runc (urfave/cli) takes it. */
+  while ((c = getopt_long_only(argc, argv, "+h", opts, NULL)) != -1) {
     int r = common_flag("checkpoint", c, optarg, &o.c);
     if (r < 0)
       return 1;
@@ -182,7 +183,8 @@ static int cmd_restore(struct runtime_context *ctx, const char *criu_path, const
   int c;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+hb:d", opts, NULL)) != -1) {
+  /* _only: containerd's shim passes "-no-subreaper" (one dash), which runc (urfave/cli) takes. */
+  while ((c = getopt_long_only(argc, argv, "+hb:d", opts, NULL)) != -1) {
     int r = common_flag("restore", c, optarg, &o.c);
     if (r < 0)
       return 1;

@@ -160,6 +160,8 @@ through_containerd() {
   # shellcheck source=tests/containerd/containerd.bash
   export CM_REPO=$CMVM_REPO
   . "$CMVM_REPO/tests/containerd/containerd.bash"
+  # Each ctr call bounded: a hang is a failure with its output, not the whole boot's timeout.
+  export CTR_TIMEOUT=30
   ctrd_start /run/cmvm-ctrd || { echo "ctrd_start failed"; tail -n 20 /run/cmvm-ctrd/containerd.log; ctrd_stop; return 1; }
   local id=ctrcr rc=0 n shim_root=/run/cmvm-ctrd/codemode-root
   cctr run -d --runc-binary "$CODEMODE" --mount type=tmpfs,src=tmpfs,dst=/data,options=nosuid:nodev "$CTR_IMAGE" $id \
@@ -167,6 +169,7 @@ through_containerd() {
   ctr_count() { cctr tasks exec --exec-id "e$RANDOM" $id cat /data/n 2>/dev/null; }
   ctr_grows() { local c; c=$(ctr_count) && [ -n "$c" ] && [ "$c" -gt "$1" ]; }
   [ $rc = 0 ] && { wait_for 15 ctr_grows 3 || rc=1; }
+  echo "# ctr: counting" >/dev/ttyS0
   [ $rc = 0 ] && { cctr containers checkpoint --task $id cmvm/ctrcr:1 2>&1 | tail -n 3; [ "${PIPESTATUS[0]}" = 0 ] || rc=1; }
   if [ $rc = 0 ]; then
     cctr tasks kill -s KILL $id >/dev/null 2>&1
@@ -174,8 +177,11 @@ through_containerd() {
     cctr tasks delete $id >/dev/null 2>&1
     cctr containers delete $id || rc=1
   fi
-  [ $rc = 0 ] && { cctr containers restore --live $id cmvm/ctrcr:1 2>&1 | tail -n 3; [ "${PIPESTATUS[0]}" = 0 ] || rc=1; }
+  echo "# ctr: checkpointed, rc $rc" >/dev/ttyS0
+  [ $rc = 0 ] && { cctr containers restore --live $id cmvm/ctrcr:1 >/run/cmvm-ctrd/restore.out 2>&1 || rc=1; }
+  sed 's/^/# ctr restore: /' /run/cmvm-ctrd/restore.out | tail -n 5 >/dev/ttyS0
   [ $rc = 0 ] && { cctr tasks start -d $id >/dev/null 2>&1 || true; }
+  echo "# ctr: restored, rc $rc" >/dev/ttyS0
   if [ $rc = 0 ]; then
     cctr tasks ls
     n=$(ctr_count)
