@@ -24,6 +24,7 @@
 #include "runtime/state.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/safepath.h"
 
 #define PROFILE_ANNOTATION "run.codemode.profile"
 #define CRIU_ROOT "criu-root"
@@ -110,6 +111,36 @@ static int stdio_inherits(int images_fd, bool new_pidns, CriuInheritFd *slots, c
   }
   *n_out = k;
   return 0;
+}
+
+/* The config's mount points in the rootfs, made where missing (runc does the same): a restore
+ * on a fresh copy of an image (containerd's new snapshot) lacks the directories the original
+ * create made, and CRIU mounts onto them. Inside the rootfs only (util/safepath.h): a hostile
+ * rootfs's symlinks cannot point these mkdirs at the host. What cannot be made (a read-only
+ * rootfs) is left to CRIU, whose error names the mount point. */
+static void make_mount_points(const struct spec *s, const char *rootfs, const char *bundle) {
+  cleanup_close int root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0)
+    return;
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    const struct spec_mount *m = &s->mounts[i];
+    bool is_dir = true;
+    if (m->source && m->type && strcmp(m->type, "bind") == 0) {
+      cleanup_free char *src = NULL;
+      if (m->source[0] != '/' && asprintf(&src, "%s/%s", bundle, m->source) < 0)
+        abort();
+      struct stat st;
+      if (stat(src ? src : m->source, &st) == 0 && !S_ISDIR(st.st_mode))
+        is_dir = false;
+    }
+    struct cm_error *e = NULL;
+    int fd = safepath_mount_target(root_fd, m->destination, is_dir, &e);
+    if (fd >= 0)
+      close(fd);
+    else
+      cm_debug("restore: mount point %s not made: %s", m->destination, e ? e->msg : "");
+    cm_error_free(e);
+  }
 }
 
 static int copy_config(int dirfd, const char *src, struct cm_error **err) {
@@ -278,6 +309,7 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
   }
   if (criu_externals_for_restore(s, bundle, cg ? cgroup_path(cg) : NULL, &ext, err) < 0)
     goto fail;
+  make_mount_points(s, rootfs, bundle);
   if (prepare_root(state_dir, rootfs, &criu_root, err) < 0)
     goto fail;
 
