@@ -64,14 +64,14 @@ B := build/san-$(subst $(comma),-,$(SANITIZE))
 endif
 LIB_SRCS  := $(sort $(wildcard src/util/*.c src/spec/*.c src/policy/*.c src/linux/*.c src/cgroup/*.c src/runtime/*.c \
                           src/supervisor/*.c))
-CLI_SRCS  := $(sort $(filter-out src/cli/run_standalone.c src/cli/image.c,$(wildcard src/cli/*.c)))
+CLI_SRCS  := $(sort $(filter-out src/cli/run_standalone.c src/cli/image.c src/cli/criu_main.c,$(wildcard src/cli/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
 all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image $(B)/codemode-broker $(B)/codemode-broker-tls.so \
-     $(B)/codemode-mcp
+     $(B)/codemode-mcp $(B)/codemode-criu
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -105,6 +105,24 @@ IMAGE_OBJS := $(IMAGE_SRCS:%.c=$(B)/%.o) $(B)/src/cli/image.o
 $(IMAGE_OBJS): CFLAGS += $(shell pkg-config --cflags $(IMAGE_PKGS))
 $(B)/codemode-image: $(IMAGE_OBJS) $(B)/libcodemode.a
 	$(CC) $(LDFLAGS) -o $@ $(IMAGE_OBJS) $(B)/libcodemode.a $(LDLIBS) $(shell pkg-config --libs $(IMAGE_PKGS))
+
+# codemode-criu (issue 28): checkpoint and restore through CRIU's RPC (criu swrk, protobuf
+# messages of src/criu/rpc.proto, compiled by protoc-c). Its own binary, linked with
+# libprotobuf-c, exec'd by `codemode checkpoint|restore`: the container start path (codemode,
+# static) never carries the protobuf runtime or the CRIU code.
+CRIU_SRCS := $(sort $(filter-out %.pb-c.c,$(wildcard src/criu/*.c)))
+CRIU_OBJS := $(CRIU_SRCS:%.c=$(B)/%.o) $(B)/gen/criu/rpc.pb-c.o $(B)/src/cli/criu_main.o
+$(B)/gen/criu/rpc.pb-c.c $(B)/gen/criu/rpc.pb-c.h: src/criu/rpc.proto
+	@mkdir -p $(B)/gen/criu
+	@echo "  PROTOC  $<"
+	@protoc-c --c_out=$(B)/gen/criu --proto_path=src/criu $<
+$(B)/gen/criu/rpc.pb-c.o: $(B)/gen/criu/rpc.pb-c.c
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) -Wno-error -iquote $(B)/gen -MMD -MP -c $< -o $@
+$(CRIU_SRCS:%.c=$(B)/%.o) $(B)/src/cli/criu_main.o: $(B)/gen/criu/rpc.pb-c.h
+$(CRIU_SRCS:%.c=$(B)/%.o) $(B)/src/cli/criu_main.o: CFLAGS += -iquote $(B)/gen
+$(B)/codemode-criu: $(CRIU_OBJS) $(B)/libcodemode.a
+	$(CC) $(LDFLAGS) -o $@ $(CRIU_OBJS) $(B)/libcodemode.a $(LDLIBS) $(shell pkg-config --libs libprotobuf-c)
 
 # codemode-broker (issue 16): the per-container egress broker, started by create only when an
 # allowlist is active, never on the plain start path. A separate dynamic binary: it links what
@@ -195,6 +213,7 @@ install: all
 	install -D -m 0755 $(B)/codemode $(DESTDIR)$(BINDIR)/codemode
 	install -D -m 0755 $(B)/codemode-run $(DESTDIR)$(BINDIR)/codemode-run
 	install -D -m 0755 $(B)/codemode-image $(DESTDIR)$(BINDIR)/codemode-image
+	install -D -m 0755 $(B)/codemode-criu $(DESTDIR)$(BINDIR)/codemode-criu
 	install -D -m 0755 $(B)/codemode-broker $(DESTDIR)$(LIBEXECDIR)/codemode-broker
 	install -D -m 0644 $(B)/codemode-broker-tls.so $(DESTDIR)$(LIBEXECDIR)/codemode-broker-tls.so
 	ln -sfn codemode $(DESTDIR)$(BINDIR)/codemode-mcp

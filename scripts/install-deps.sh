@@ -12,11 +12,15 @@ build_pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libyajl-dev
   libsystemd-dev libcmocka-dev libcurl4-openssl-dev libarchive-dev libssl-dev
   # codemode-broker (the egress broker, issue 16): async DNS, netlink (OpenSSL: above), the
   # HTTP/1 parser every plain-HTTP request and every intercepted request goes through (issue 25)
-  libc-ares-dev libmnl-dev libhttp-parser-dev)
+  libc-ares-dev libmnl-dev libhttp-parser-dev
+  # codemode-criu (checkpoint/restore, issue 28): CRIU's RPC messages (protoc-c compiles
+  # src/criu/rpc.proto at build time)
+  libprotobuf-c-dev protobuf-c-compiler)
 # bats/jq drive the suites; busybox-static makes the test rootfs; iproute2 and util-linux
 # (unshare) set up namespaces to join; runc/crun are the side-by-side references; clang builds
-# the libFuzzer targets.
-test_pkgs=(bats jq busybox-static iproute2 util-linux procps runc crun clang)
+# the libFuzzer targets; criu is what checkpoint/restore drive (tests/integration/checkpoint.bats,
+# the VM's criu variant).
+test_pkgs=(bats jq busybox-static iproute2 util-linux procps runc crun clang criu)
 
 case ${1:-all} in
   build) rt_ensure_packages "${build_pkgs[@]}" ;;

@@ -57,6 +57,9 @@ int cmd_ps(struct cli_globals *g, int argc, char **argv);
 int cmd_update(struct cli_globals *g, int argc, char **argv);
 int cmd_policy(struct cli_globals *g, int argc, char **argv);
 int cmd_events(struct cli_globals *g, int argc, char **argv);
+/* checkpoint.c: run codemode-criu */
+int cmd_checkpoint(struct cli_globals *g, int argc, char **argv);
+int cmd_restore(struct cli_globals *g, int argc, char **argv);
 /* image_exec.c: run codemode-image */
 int cmd_learn(struct cli_globals *g, int argc, char **argv);
 int cmd_pull(struct cli_globals *g, int argc, char **argv);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
+#include "cli/criu_tool.h"
 #include "cli/simple_flags.h"
 
 static const char help[] =
@@ -14,7 +15,15 @@ int cmd_features(struct cli_globals *g, int argc, char **argv) {
     return r < 0 ? 1 : 0;
   if (optind != argc)
     return cli_usage_error("features", "takes no arguments");
-  char *json = spec_features_json(runtime_landlock_abi());
+  /* Whether checkpoint/restore can work here: CRIU asked (codemode-criu probe). */
+  struct spec_kv_list criu = {0};
+  criu_tool_probe(&criu);
+  char *json = spec_features_json_with(runtime_landlock_abi(), &criu);
+  for (size_t i = 0; i < criu.count; i++) {
+    free(criu.items[i].key);
+    free(criu.items[i].value);
+  }
+  free(criu.items);
   puts(json);
   free(json);
   return 0;

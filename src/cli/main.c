@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/criu_tool.h"
 #include "linux/exec_trampoline.h"
 #include "runtime/rootless.h"
 #include "spec/json_util.h"
@@ -42,6 +43,8 @@ static const char usage[] =
     "  mcp       mcp wrap FILE: run every stdio server of an MCP client's config under\n"
     "            codemode-run (mcp unwrap FILE: back as they were)\n"
     "  doctor    what this machine can do for codemode (user namespaces, cgroups, Landlock…)\n"
+    "  checkpoint  checkpoint a running container with CRIU\n"
+    "  restore   restore a container from a checkpoint\n"
     "\n"
     "Global options:\n"
     "  --root DIR                state directory (default /run/codemode; not root:\n"
@@ -109,6 +112,7 @@ static const struct {
     {"pause", cmd_pause},       {"resume", cmd_resume}, {"ps", cmd_ps},     {"update", cmd_update},
     {"events", cmd_events}, {"learn", cmd_learn}, {"pull", cmd_pull},         {"images", cmd_images}, {"rmi", cmd_rmi},
     {"mcp", cmd_mcp}, {"doctor", cmd_doctor},
+    {"checkpoint", cmd_checkpoint}, {"restore", cmd_restore},
 };
 
 /* The profile a program name selects: installed (or linked) as codemode-mcp, the binary is the
@@ -129,6 +133,9 @@ static const char *profile_from_program_name(const char *argv0) {
 
 static void print_version(void) {
   printf("codemode version %s\nspec: %s\n", CODEMODE_VERSION, SPEC_OCI_VERSION);
+  /* Found or not, without starting it (`features` asks CRIU whether it works on this kernel). */
+  const char *criu = criu_tool_binary_path();
+  printf("criu: %s\n", criu ? criu : "not installed (checkpoint/restore need it: apt-get install criu)");
 }
 
 int main(int argc, char **argv) {
@@ -163,7 +170,7 @@ int main(int argc, char **argv) {
       {"systemd-cgroup", no_argument, NULL, OPT_SYSTEMD},
       {"cgroup-manager", required_argument, NULL, OPT_CGMGR},
       {"rootless", required_argument, NULL, OPT_ROOTLESS}, /* runc's; accepted, only "auto"/"false" mean anything */
-      {"criu", required_argument, NULL, OPT_CRIU},         /* runc's; accepted and ignored (no checkpointing) */
+      {"criu", required_argument, NULL, OPT_CRIU},         /* runc's: the criu binary (codemode-criu reads it) */
       {"profile", required_argument, NULL, OPT_PROFILE},
       {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
       {"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},

@@ -131,6 +131,10 @@ static void gen_linux(yajl_gen g) {
 }
 
 char *spec_features_json(int landlock_abi) {
+  return spec_features_json_with(landlock_abi, NULL);
+}
+
+char *spec_features_json_with(int landlock_abi, const struct spec_kv_list *extra) {
   yajl_gen g = gen_new_pretty("    ");
   yajl_gen_map_open(g);
   gen_kv_str(g, "ociVersionMin", "1.0.0");
@@ -167,6 +171,8 @@ char *spec_features_json(int landlock_abi) {
   gen_kv_str(g, "run.codemode.landlock.abi.known", abi);
   gen_kv_str(g, "run.codemode.landlock.annotations", SPEC_LANDLOCK_ANNOTATION " (landlockconfig JSON), "
              SPEC_LANDLOCK_DENY_ANNOTATION " (JSON array of paths)");
+  for (size_t i = 0; extra && i < extra->count; i++)
+    gen_kv_str(g, extra->items[i].key, extra->items[i].value);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   return gen_finish(g);

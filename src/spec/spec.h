@@ -398,5 +398,7 @@ extern const char *const spec_default_masked_paths[];
 extern const char *const spec_default_readonly_paths[];
 /* The OCI features document (`codemode features`); landlock_abi: the kernel's (0: none). */
 char *spec_features_json(int landlock_abi);
+/* The same with extra annotations (the CLI's: whether CRIU works here); extra may be NULL. */
+char *spec_features_json_with(int landlock_abi, const struct spec_kv_list *extra);
 
 #endif

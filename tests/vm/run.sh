@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/vm/run.sh [v2|systemd|selinux|all] — cgroup v2 with every controller, and SELinux, in qemu
+# tests/vm/run.sh [v2|systemd|selinux|criu|all] — cgroup v2 with every controller, and SELinux, in qemu
 # (DESIGN.md §5).
 #
 # Boots Debian's kernel (linux-image-amd64's current package, unpacked with dpkg -x into a cache
@@ -13,7 +13,8 @@
 #   selinux  booted with security=selinux (AppArmor off): tests/vm/selinux/policy.conf, compiled
 #            here with checkpolicy, is loaded and enforced; process.selinuxLabel,
 #            linux.mountLabel and exec --process-label are checked for real (guest-selinux.sh)
-#   all      all three, one boot each (also the default)
+#   criu     checkpoint/restore through CRIU (guest-criu.sh): Debian's criu works on this kernel
+#   all      all four, one boot each (also the default)
 # Exit 77 (tests/run-all.sh: suite skipped) when this machine cannot run it; the last stderr line
 # says why. Knobs: CM_VM_CACHE (default /var/cache/codemode-vm), CM_VM_TIMEOUT (seconds per
 # boot, default 600), CM_VM_KEEP=1 keeps the work dir (serial logs) for a look afterwards.
@@ -21,8 +22,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-variants=${1:-${CM_VM_VARIANTS:-v2 systemd selinux}}
-[ "$variants" = all ] && variants="v2 systemd selinux"
+variants=${1:-${CM_VM_VARIANTS:-v2 systemd selinux criu}}
+[ "$variants" = all ] && variants="v2 systemd selinux criu"
 CACHE=${CM_VM_CACHE:-/var/cache/codemode-vm}
 TIMEOUT=${CM_VM_TIMEOUT:-600}
 : "${CODEMODE:=$repo/build/codemode}"
@@ -55,6 +56,13 @@ if [[ " $variants " == *" selinux "* ]] && ! { command -v checkpolicy && command
   log "installing checkpolicy and attr (no recommends)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends checkpolicy attr >&2 ||
     log "apt-get install checkpolicy attr failed: the selinux variant will be skipped"
+fi
+
+# The criu variant: Debian's criu runs in the guest (the host's copy over 9p).
+if [[ " $variants " == *" criu "* ]] && ! command -v criu >/dev/null; then
+  log "installing criu (no recommends)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends criu >&2 ||
+    log "apt-get install criu failed: the criu variant will fail its first test"
 fi
 
 # --- the kernel: linux-image-amd64's dependency, unpacked into the cache ---------------------
@@ -116,6 +124,18 @@ add_module() {
 for m in virtio_pci 9pnet_virtio 9p overlay virtio_blk; do
   add_module "$m" || cannot "the kernel in $KDIR lacks module $m"
 done
+# The criu variant: the socket diag modules CRIU reads sockets through, iptables and nf_tables
+# (probed at CRIU's start-up, as is veth; it locks the network of a container whose TCP
+# connections it dumps with iptables rules: Debian's iptables is iptables-nft, hence nft_compat;
+# a network namespace's dump reads its conntrack table over netlink: nf_conntrack_netlink).
+if [[ " $variants " == *" criu "* ]]; then
+  # crc32c_generic: libcrc32c (nf_tables needs it) has it only as a softdep, not in depends=.
+  for m in crc32c_generic unix_diag inet_diag tcp_diag udp_diag raw_diag netlink_diag af_packet_diag \
+    ip_tables iptable_filter ip6_tables ip6table_filter xt_mark nf_tables nft_compat veth tun \
+    nf_conntrack nf_conntrack_netlink; do
+    add_module "$m" || cannot "the kernel in $KDIR lacks module $m"
+  done
+fi
 
 build_initramfs() {
   local d=$WORK/initramfs m

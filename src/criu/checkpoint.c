@@ -1,0 +1,249 @@
+/* checkpoint: a running container's processes dumped by CRIU (src/criu/criu.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "criu/criu.h"
+#include "criu/externals.h"
+#include "criu/swrk.h"
+#include "cgroup/cgroup.h"
+#include "runtime/container.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+int criu_cgroup_mode_parse(const char *s, enum criu_cgroup_mode *out, struct cm_error **err) {
+  static const struct {
+    const char *name;
+    enum criu_cgroup_mode mode;
+  } modes[] = {{"soft", CRIU_CG_SOFT}, {"full", CRIU_CG_FULL}, {"strict", CRIU_CG_STRICT}, {"ignore", CRIU_CG_IGNORE}};
+  for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+    if (strcmp(s, modes[i].name) == 0) {
+      *out = modes[i].mode;
+      return 0;
+    }
+  return cm_error_set(err, EINVAL, "--manage-cgroups-mode: \"%s\" must be soft, full, strict or ignore", s);
+}
+
+/* mkdir -p (as runc does), then its fd. */
+static int open_dir(const char *flag, const char *path, bool create, struct cm_error **err) {
+  if (create) {
+    cleanup_free char *p = strdup(path);
+    for (char *slash = p + 1; (slash = strchr(slash, '/')) != NULL; slash++) {
+      *slash = '\0';
+      if (mkdir(p, 0700) < 0 && errno != EEXIST)
+        return cm_error_set(err, errno, "%s %s: mkdir %s", flag, path, p);
+      *slash = '/';
+    }
+    if (mkdir(p, 0700) < 0 && errno != EEXIST)
+      return cm_error_set(err, errno, "%s %s", flag, path);
+  }
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return cm_error_set(err, errno, "%s %s", flag, path);
+  return fd;
+}
+
+/* Init's stdio (criu_externals_stdio's names), one line per fd, into the images for restore. */
+static int save_descriptors(int images_fd, char names[3][CRIU_STDIO_NAME_MAX], struct cm_error **err) {
+  char buf[3 * (CRIU_STDIO_NAME_MAX + 1) + 1];
+  size_t len = 0;
+  for (int fd = 0; fd < 3; fd++)
+    len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s\n", names[fd]);
+  return write_file_atomic(images_fd, CRIU_DESCRIPTORS_FILE, buf, len, 0600, err);
+}
+
+/* The host directory of the container's freezer: the v1 freezer hierarchy's when there is one
+ * (pause freezes there, cgroup/v1.c), else cgroup2's. malloc'd, NULL when neither is mounted. */
+static char *freezer_dir(const char *cgroup_path) {
+  cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (f == NULL)
+    return NULL;
+  char *line = NULL, *v1 = NULL, *v2 = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    char root[4096], mnt[4096], fstype[64], sopts[1024];
+    const char *dash = strstr(line, " - ");
+    if (dash == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
+        sscanf(dash + 3, "%63s %*s %1023s", fstype, sopts) != 2 || strcmp(root, "/") != 0)
+      continue;
+    char **slot = NULL;
+    if (strcmp(fstype, "cgroup2") == 0)
+      slot = &v2;
+    else if (strcmp(fstype, "cgroup") == 0 && strstr(sopts, "freezer"))
+      slot = &v1;
+    if (slot && *slot == NULL && asprintf(slot, "%s%s", mnt, cgroup_path) < 0)
+      abort();
+  }
+  free(line);
+  if (v1) {
+    free(v2);
+    return v1;
+  }
+  return v2;
+}
+
+static int dump_notify(void *arg, const char *script, pid_t pid, int fd, struct cm_error **err) {
+  (void)arg;
+  if (fd >= 0)
+    close(fd);
+  cm_debug("checkpoint: criu notification %s (pid %d)", script, (int)pid);
+  return 0;
+}
+
+/* Things a dump would lose or CRIU cannot take, refused before anything is touched. */
+static int check_dumpable(const struct container *c, const struct spec *s, const struct checkpoint_options *o,
+                          struct cm_error **err) {
+  if (c->status == STATUS_PAUSED && c->cgroup == NULL)
+    return cm_error_set(err, 0, "container \"%s\" is paused and has no cgroup CRIU could find it frozen in", o->id);
+  if (c->status != STATUS_RUNNING && c->status != STATUS_PAUSED)
+    return cm_error_set(err, 0, "container not running: \"%s\" is %s (only a running container can be checkpointed)",
+                        o->id, container_status_name(c->status));
+  /* Its egress broker is a process of ours outside the container that CRIU would not dump. */
+  if (faccessat(c->dirfd, "supervisor", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+    return cm_error_set(err, 0, "container \"%s\" has an egress broker (--allow-host): checkpoint cannot take "
+                                "the broker with it",
+                        o->id);
+  if (s->process && s->process->terminal && !o->c.shell_job)
+    cm_debug("checkpoint: terminal container, its pty master is CRIU's orphan-pts-master");
+  if (o->c.lazy_pages)
+    return cm_error_set(err, ENOTSUP, "--lazy-pages: not supported by codemode (it needs a page server that "
+                                      "outlives checkpoint); checkpoint without it");
+  return 0;
+}
+
+int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_options *o, struct cm_error **err) {
+  if (geteuid() != 0)
+    return cm_error_set(err, EPERM, "checkpoint: CRIU needs root");
+  struct container c;
+  if (container_open(ctx, o->id, STATE_DIR_WRITE, &c, err) < 0)
+    return -1;
+  int rc = -1;
+  struct spec *s = NULL;
+  struct criu_externals ext = {.netns_fd = -1};
+  int images_fd = -1, work_fd = -1;
+  struct criu_swrk w = {.pid = -1, .sock = -1};
+  CriuResp *resp = NULL;
+  char *frozen = NULL;
+  const char *image_path = o->c.image_path ? o->c.image_path : "checkpoint";
+  const char *work_path = o->c.work_path ? o->c.work_path : image_path;
+  const char *log_name = o->pre_dump ? "pre-dump.log" : "dump.log";
+  {
+    cleanup_free char *cfg = NULL;
+    cleanup_free char *dir = state_dir_path(ctx->root, o->id);
+    if (asprintf(&cfg, "%s/config.json", dir) < 0)
+      abort();
+    s = spec_load_file(cfg, "config.json (kept at create)", err);
+  }
+  if (s == NULL || check_dumpable(&c, s, o, err) < 0)
+    goto out;
+  char stdio_names[3][CRIU_STDIO_NAME_MAX];
+  if (criu_externals_for_dump(s, c.st.pid, &ext, err) < 0 || criu_externals_stdio(c.st.pid, &ext, stdio_names) < 0)
+    goto out;
+  if ((images_fd = open_dir("--image-path", image_path, true, err)) < 0 ||
+      (work_fd = open_dir("--work-path", work_path, true, err)) < 0)
+    goto out;
+  if (o->parent_path) {
+    /* CRIU resolves it from the image directory: say so when it is not there. */
+    struct stat st;
+    if (fstatat(images_fd, o->parent_path, &st, 0) < 0 || !S_ISDIR(st.st_mode)) {
+      cm_error_set(err, errno ? errno : ENOTDIR, "--parent-path %s: not a directory relative to --image-path %s",
+                   o->parent_path, image_path);
+      goto out;
+    }
+  }
+
+  CriuOpts opts = CRIU_OPTS__INIT;
+  opts.images_dir_fd = images_fd;
+  opts.has_work_dir_fd = true;
+  opts.work_dir_fd = work_fd;
+  opts.has_pid = true;
+  opts.pid = c.st.pid;
+  opts.log_file = (char *)log_name;
+  opts.has_log_level = true;
+  opts.log_level = 4;
+  opts.root = c.st.rootfs;
+  opts.has_notify_scripts = true;
+  opts.notify_scripts = true;
+  opts.has_manage_cgroups = true;
+  opts.manage_cgroups = true;
+  if (o->c.cgroup_mode != CRIU_CG_UNSET) {
+    opts.has_manage_cgroups_mode = true;
+    opts.manage_cgroups_mode = (CriuCgMode)o->c.cgroup_mode;
+  }
+#define FLAG(f) \
+  if (o->c.f) { \
+    opts.has_##f = true; \
+    opts.f = true; \
+  }
+  FLAG(tcp_established)
+  FLAG(ext_unix_sk)
+  FLAG(shell_job)
+  FLAG(file_locks)
+#undef FLAG
+  if (o->leave_running) {
+    opts.has_leave_running = true;
+    opts.leave_running = true;
+  }
+  /* A terminal: the pty master is the caller's (the shim's), outside the container; CRIU
+   * dumps the slave side as an orphan and hands a new master over at restore. */
+  if (s->process && s->process->terminal) {
+    opts.has_orphan_pts_master = true;
+    opts.orphan_pts_master = true;
+  }
+  if (o->parent_path)
+    opts.parent_img = (char *)o->parent_path;
+  /* A paused container (containerd pauses one before it checkpoints it): CRIU finds it frozen
+   * in its cgroup, dumps it from there and leaves it as it was. */
+  if (c.status == STATUS_PAUSED) {
+    frozen = freezer_dir(cgroup_path(c.cgroup));
+    if (frozen == NULL) {
+      cm_error_set(err, ENOENT, "container \"%s\" is paused: no freezer cgroup mounted to dump it from", o->id);
+      goto out;
+    }
+    opts.freeze_cgroup = frozen;
+  }
+  /* Pre-dumps and the dump after them track dirty memory: each one saves only what changed. */
+  if (o->pre_dump || o->parent_path) {
+    opts.has_track_mem = true;
+    opts.track_mem = true;
+  }
+  opts.n_external = ext.n;
+  opts.external = ext.ext;
+
+  if (!o->pre_dump && save_descriptors(images_fd, stdio_names, err) < 0)
+    goto out;
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = o->pre_dump ? CRIU_REQ_TYPE__PRE_DUMP : CRIU_REQ_TYPE__DUMP;
+  req.opts = &opts;
+  int keep[] = {images_fd, work_fd};
+  cm_debug("checkpoint: %s of %s (pid %d) into %s, %zu external(s)", o->pre_dump ? "pre-dump" : "dump", o->id,
+           (int)c.st.pid, image_path, ext.n);
+  if (criu_swrk_start(&w, o->c.criu_path, keep, 2, err) < 0 || criu_swrk_call(&w, &req, dump_notify, NULL, &resp, err) < 0)
+    goto out;
+  if (!resp->success) {
+    criu_fail(err, o->pre_dump ? "pre-dump" : "dump", resp, work_fd, work_path, log_name);
+    goto out;
+  }
+  rc = 0;
+out:
+  free(frozen);
+  if (resp)
+    criu_resp__free_unpacked(resp, NULL);
+  criu_swrk_end(&w);
+  if (images_fd >= 0)
+    close(images_fd);
+  if (work_fd >= 0)
+    close(work_fd);
+  criu_externals_free(&ext);
+  spec_free(s);
+  container_close(&c);
+  /* The processes are gone (CRIU killed them after the dump): the container goes too, as with
+   * runc, so that a restore may take the same id. */
+  if (rc == 0 && !o->leave_running && !o->pre_dump)
+    rc = runtime_delete(ctx, o->id, true, err);
+  return rc;
+}
