@@ -153,8 +153,18 @@ build/codemode-init: src/trampoline/init.c
 	@$(CC) $(TRAMPOLINE_CFLAGS) $(TRAMPOLINE_LDFLAGS) -o $@ $<
 $(B)/src/supervisor/run_init.o: build/codemode-init
 
-# The seccomp profiles are built into the binary (.incbin): rebuild when one changes.
-$(B)/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)
+# The seccomp profiles are built into the binary (.incbin), without their comments and
+# whitespace (scripts/json-strip.c: half of mcp.json's bytes, which every mcp start parses);
+# rebuild when one changes. Under build/ whatever $(B) is, like the trampoline.
+build/json-strip: scripts/json-strip.c
+	@mkdir -p build
+	@echo "  CC      $@"
+	@$(CC) -O2 $(PKG_CFLAGS) -o $@ $< $(shell pkg-config --libs yajl)
+EMBEDDED_PROFILES := $(patsubst seccomp-profiles/%.json,build/seccomp-profiles/%.json,$(wildcard seccomp-profiles/*.json))
+build/seccomp-profiles/%.json: seccomp-profiles/%.json build/json-strip
+	@mkdir -p $(dir $@)
+	@build/json-strip <$< >$@.tmp && mv $@.tmp $@
+$(B)/src/policy/builtin_profiles.o: $(EMBEDDED_PROFILES)
 
 $(B)/tests/test_broker_%: tests/unit/test_broker_%.c $(B)/libbroker.a $(B)/libcodemode.a
 	@mkdir -p $(dir $@)
@@ -270,7 +280,7 @@ $(B)/fuzz/fuzz_unpack: tests/fuzz/fuzz_unpack.c $(B)/fuzz/src/image/unpack.o $(B
 # profile loader (libseccomp) behind it.
 FUZZ_LEARNED_OBJS := $(patsubst %.c,$(B)/fuzz/%.o,src/policy/learned_policy.c src/policy/learned_policy_json.c \
                        src/policy/learned_paths.c src/policy/seccomp_profile.c src/policy/builtin_profiles.c)
-$(B)/fuzz/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)
+$(B)/fuzz/src/policy/builtin_profiles.o: $(EMBEDDED_PROFILES)
 $(B)/fuzz/fuzz_learned_policy: tests/fuzz/fuzz_learned_policy.c $(FUZZ_LEARNED_OBJS) $(B)/fuzz/libfuzzlib.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LEARNED_OBJS) $(B)/fuzz/libfuzzlib.a $(PKG_LIBS)
 
