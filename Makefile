@@ -292,7 +292,8 @@ fuzz: $(FUZZ_BINS)
 .PHONY: fuzz fuzz-bins
 -include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_LEARNED_OBJS:.o=.d) $(B)/fuzz/src/image/unpack.d
 
-# Side-by-side start-up benchmark: codemode vs runc vs crun (tests/bench/run.sh; issue 7).
+# Side-by-side start-up benchmark: codemode vs runc vs crun (tests/bench/run.sh; issue 7); then
+# the MCP, egress and learn benches, and each hardened path beside its base (paths.sh, issue 27).
 # Reports only, never fails on timings. CI: make bench BENCH_RUNS=5
 BENCH_RUNS ?= 50
 bench: all $(B)/tests/landlock_cost
@@ -301,6 +302,7 @@ bench: all $(B)/tests/landlock_cost
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/mcp.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/egress.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/learn.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/paths.sh
 
 # What Landlock adds to an mcp start, step by step (issue 18): run.sh reports it.
 $(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a
