@@ -126,14 +126,16 @@ mcp_resulting() { # SRC-BUNDLE DST-BUNDLE ROOT(1|0)
 }
 mcp_resulting "$work/true" "$work/mcpcfg" 1
 
-# The rootless bundle (runc spec --rootless, the same rootfs) with a network namespace of its
-# own, which the mcp profile requires.
+# The rootless bundle (`codemode spec --rootless` as the user, the same rootfs) with a network
+# namespace of its own, which the mcp profile requires.
 mkdir -p "$work/rl"
 chown "$rl_uid" "$work/rl"
-(cd "$work/rl" && setpriv --reuid=$rl_uid --regid=$rl_uid --clear-groups runc spec --rootless) ||
-  bench_die "runc spec --rootless failed"
+setpriv --reuid=$rl_uid --regid=$rl_uid --clear-groups "$cm" --root "$work/rlstate" spec --rootless -b "$work/rl" ||
+  bench_die "codemode spec --rootless failed"
 jq --arg root "$work/true/rootfs" '.ociVersion = "1.0.2" | .process.terminal = false | .process.args = ["/bin/true"]
-  | .root.path = $root | .linux.namespaces += [{type: "network"}]' "$work/rl/config.json" >"$work/rl/c"
+  | .root.path = $root
+  | if any(.linux.namespaces[]; .type == "network") then . else .linux.namespaces += [{type: "network"}] end' \
+  "$work/rl/config.json" >"$work/rl/c"
 mv "$work/rl/c" "$work/rl/config.json"
 chmod 0755 "$work/rl"
 chmod 0644 "$work/rl/config.json"
