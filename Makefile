@@ -175,8 +175,18 @@ build/codemode-init: src/trampoline/init.c
 	@$(CC) $(TRAMPOLINE_CFLAGS) $(TRAMPOLINE_LDFLAGS) -o $@ $<
 $(B)/src/supervisor/run_init.o: build/codemode-init
 
-# The seccomp profiles are built into the binary (.incbin): rebuild when one changes.
-$(B)/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)
+# The seccomp profiles are built into the binary (.incbin), without their comments and
+# whitespace (scripts/json-strip.c: half of mcp.json's bytes, which every mcp start parses);
+# rebuild when one changes. Under build/ whatever $(B) is, like the trampoline.
+build/json-strip: scripts/json-strip.c
+	@mkdir -p build
+	@echo "  CC      $@"
+	@$(CC) -O2 $(PKG_CFLAGS) -o $@ $< $(shell pkg-config --libs yajl)
+EMBEDDED_PROFILES := $(patsubst seccomp-profiles/%.json,build/seccomp-profiles/%.json,$(wildcard seccomp-profiles/*.json))
+build/seccomp-profiles/%.json: seccomp-profiles/%.json build/json-strip
+	@mkdir -p $(dir $@)
+	@build/json-strip <$< >$@.tmp && mv $@.tmp $@
+$(B)/src/policy/builtin_profiles.o: $(EMBEDDED_PROFILES)
 
 $(B)/tests/test_broker_%: tests/unit/test_broker_%.c $(B)/libbroker.a $(B)/libcodemode.a
 	@mkdir -p $(dir $@)
@@ -293,7 +303,7 @@ $(B)/fuzz/fuzz_unpack: tests/fuzz/fuzz_unpack.c $(B)/fuzz/src/image/unpack.o $(B
 # profile loader (libseccomp) behind it.
 FUZZ_LEARNED_OBJS := $(patsubst %.c,$(B)/fuzz/%.o,src/policy/learned_policy.c src/policy/learned_policy_json.c \
                        src/policy/learned_paths.c src/policy/seccomp_profile.c src/policy/builtin_profiles.c)
-$(B)/fuzz/src/policy/builtin_profiles.o: $(wildcard seccomp-profiles/*.json)
+$(B)/fuzz/src/policy/builtin_profiles.o: $(EMBEDDED_PROFILES)
 $(B)/fuzz/fuzz_learned_policy: tests/fuzz/fuzz_learned_policy.c $(FUZZ_LEARNED_OBJS) $(B)/fuzz/libfuzzlib.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LEARNED_OBJS) $(B)/fuzz/libfuzzlib.a $(PKG_LIBS)
 
@@ -305,7 +315,8 @@ fuzz: $(FUZZ_BINS)
 .PHONY: fuzz fuzz-bins
 -include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_LEARNED_OBJS:.o=.d) $(B)/fuzz/src/image/unpack.d
 
-# Side-by-side start-up benchmark: codemode vs runc vs crun (tests/bench/run.sh; issue 7).
+# Side-by-side start-up benchmark: codemode vs runc vs crun (tests/bench/run.sh; issue 7); then
+# the MCP, egress and learn benches, and each hardened path beside its base (paths.sh, issue 27).
 # Reports only, never fails on timings. CI: make bench BENCH_RUNS=5
 BENCH_RUNS ?= 50
 bench: all $(B)/tests/landlock_cost
@@ -314,6 +325,7 @@ bench: all $(B)/tests/landlock_cost
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/mcp.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/egress.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/learn.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/paths.sh
 
 # What Landlock adds to an mcp start, step by step (issue 18): run.sh reports it.
 $(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a

@@ -42,6 +42,10 @@ int seccomp_program_export(void *ctx, struct seccomp_program *out, struct cm_err
  * SECCOMP_CACHE_DIR), keyed by the whole filter (see seccomp_cache.c); any cache problem falls
  * back to compiling. */
 #define SECCOMP_CACHE_DIR "/var/cache/codemode/seccomp"
+/* Where this process caches: SECCOMP_CACHE_DIR as the host's root; else
+ * $XDG_RUNTIME_DIR/codemode-seccomp (a user's own, which hardened profiles never bind into a
+ * container: it is under /run), or NULL (compile every time) without one. buf holds the path. */
+const char *seccomp_cache_dir(char *buf, size_t size);
 int seccomp_compile_cached(const struct spec_seccomp *sc, const char *cache_dir, struct seccomp_program *out,
                            struct cm_error **err);
 #endif

@@ -1,14 +1,16 @@
 /* The JSON files of seccomp-profiles/, built into the binary (the Makefile makes this object
- * depend on them), so codemode needs no data files at run time. The same files are installed
- * under $(DATADIR)/seccomp for use with Docker or `codemode-run --seccomp`. */
+ * depend on them), so codemode needs no data files at run time. Embedded as build/json-strip
+ * leaves them (no comments, no whitespace: the same rules, half the bytes to parse on every
+ * mcp start); the files as written are installed under $(DATADIR)/seccomp for use with Docker
+ * or `codemode-run --seccomp`. */
 #include <stddef.h>
 #include <string.h>
 
 #include "policy/seccomp_profile.h"
 #include "util/embed.h"
 
-CM_EMBED_STRING(cm_profile_default, "seccomp-profiles/default.json");
-CM_EMBED_STRING(cm_profile_mcp, "seccomp-profiles/mcp.json");
+CM_EMBED_STRING(cm_profile_default, "build/seccomp-profiles/default.json");
+CM_EMBED_STRING(cm_profile_mcp, "build/seccomp-profiles/mcp.json");
 
 extern const char cm_profile_default[], cm_profile_default_end[];
 extern const char cm_profile_mcp[], cm_profile_mcp_end[];

@@ -513,20 +513,22 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (sealed && cm_log_is_file())
     cm_info("create: running from the sealed copy of the runtime (CVE-2019-5736)");
   /* Compiled before anything exists: a bad filter fails here, cleanly. */
+  char cache_buf[PATH_MAX];
+  const char *cache_dir = seccomp_cache_dir(cache_buf, sizeof(cache_buf));
   if (s->linux_.seccomp.present) {
-    if (seccomp_compile_cached(&s->linux_.seccomp, SECCOMP_CACHE_DIR, &seccomp, err) < 0)
+    if (seccomp_compile_cached(&s->linux_.seccomp, cache_dir, &seccomp, err) < 0)
       goto out;
     has_seccomp = true;
   }
   if (opts->stacked_seccomp && opts->stacked_seccomp->present) {
-    if (seccomp_compile_cached(opts->stacked_seccomp, SECCOMP_CACHE_DIR, &seccomp_stacked, err) < 0) {
+    if (seccomp_compile_cached(opts->stacked_seccomp, cache_dir, &seccomp_stacked, err) < 0) {
       cm_error_prefix(err, "policy profile");
       goto out;
     }
     has_stacked = true;
   }
   if (opts->policy_seccomp && opts->policy_seccomp->present) {
-    if (seccomp_compile_cached(opts->policy_seccomp, SECCOMP_CACHE_DIR, &seccomp_policy, err) < 0) {
+    if (seccomp_compile_cached(opts->policy_seccomp, cache_dir, &seccomp_policy, err) < 0) {
       cm_error_prefix(err, "learned policy");
       goto out;
     }

@@ -83,6 +83,33 @@ map_of() { # map_of uid|gid: the container's /proc/self/{uid,gid}_map, one line 
   [ -z "$(ls -A "$XDG_RUNTIME_DIR/codemode")" ]
 }
 
+@test "rootless: compiled seccomp filters are cached in \$XDG_RUNTIME_DIR/codemode-seccomp, the user's alone; one others can write is not used" {
+  export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/xdg
+  mkdir -m 0700 "$XDG_RUNTIME_DIR"
+  cache=$XDG_RUNTIME_DIR/codemode-seccomp
+  set_args sh -c 'grep -E "^(Seccomp|Seccomp_filters):" /proc/self/status; unshare -U true 2>&1 | grep -q "not permitted" && echo DENIED'
+  run_cm --profile mcp run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$(stat -c '%a %u' "$cache")" = "700 $(id -u)" ]
+  entries=("$cache"/*.bpf)
+  [ -f "${entries[0]}" ]
+  [ "$(stat -c '%a %u' "${entries[0]}")" = "600 $(id -u)" ]
+  # The second start loads the cached program: the same filter, the same denials.
+  before=$(stat -c %Y.%i "${entries[0]}")
+  run_cm --profile mcp run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"Seccomp:	2"* ]]
+  [[ "$output" == *DENIED* ]]
+  [ "$(stat -c %Y.%i "${entries[0]}")" = "$before" ]
+  # Writable by the group: not trusted, nothing read or written there; the start compiles.
+  rm -f "$cache"/*.bpf
+  chmod 0770 "$cache"
+  run_cm --profile mcp run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *DENIED* ]]
+  [ -z "$(ls -A "$cache")" ]
+}
+
 @test "rootless lifecycle: create, start, exec, ps, kill, delete, state, list as the same user" {
   set_args sleep 60
   run_cm create -b "$BUNDLE" "$CID"

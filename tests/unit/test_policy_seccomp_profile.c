@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "linux/seccomp.h"
 #include "policy/seccomp_profile.h"
 
 #define CAP(c) (1ULL << (c))
@@ -352,6 +353,41 @@ static void test_builtins(void **state) {
   cm_error_free(err);
 }
 
+/* The built-in profiles are embedded without their comments and whitespace (scripts/json-strip.c,
+ * issue 27): each must compile to exactly the program its file in seccomp-profiles/ does, for
+ * the capabilities and architectures its includes/excludes look at. */
+static void test_builtins_are_the_files(void **state) {
+  static const char *const names[] = {"default", "mcp"};
+  static const uint64_t caps[] = {0, (1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_SYS_PTRACE) | (1ULL << CAP_SYS_BOOT)};
+  static const char *const arches[] = {"SCMP_ARCH_X86_64", "SCMP_ARCH_AARCH64"};
+  for (size_t i = 0; i < 2; i++)
+    for (size_t k = 0; k < 2; k++)
+      for (size_t a = 0; a < 2; a++) {
+        struct seccomp_profile_target t = {.capabilities = caps[k], .arch = arches[a], .kernel_major = 6, .kernel_minor = 1};
+        char path[64];
+        snprintf(path, sizeof(path), "seccomp-profiles/%s.json", names[i]);
+        struct spec_seccomp built, file;
+        struct cm_error *err = NULL;
+        assert_int_equal(seccomp_profile_load(names[i], &t, &built, &err), 0);
+        if (seccomp_profile_load_file(path, &t, &file, &err) < 0) {
+          print_error("%s\n", err->msg);
+          fail();
+        }
+        assert_int_equal(built.n_syscalls, file.n_syscalls);
+        struct seccomp_program pb = {0}, pf = {0};
+        assert_int_equal(seccomp_compile(&built, &pb, &err), 0);
+        assert_int_equal(seccomp_compile(&file, &pf, &err), 0);
+        assert_true(pb.n_insns > 10);
+        assert_int_equal(pb.n_insns, pf.n_insns);
+        assert_int_equal(pb.flags, pf.flags);
+        assert_memory_equal(pb.bpf, pf.bpf, pb.n_insns * 8);
+        seccomp_program_free(&pb);
+        seccomp_program_free(&pf);
+        seccomp_profile_free(&built);
+        seccomp_profile_free(&file);
+      }
+}
+
 static void test_load_file(void **state) {
   char path[] = "/tmp/cm-test-seccomp-XXXXXX";
   int fd = mkstemp(path);
@@ -385,6 +421,7 @@ int main(void) {
       cmocka_unit_test(test_errors_name_the_path),
       cmocka_unit_test(test_excluded_rules_are_still_validated),
       cmocka_unit_test(test_builtins),
+      cmocka_unit_test(test_builtins_are_the_files),
       cmocka_unit_test(test_load_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
