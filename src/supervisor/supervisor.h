@@ -139,6 +139,8 @@ void run_image_release(struct run_image *img);
 int run_host_make_root(struct cleanup_plan *plan, char *root, size_t size, struct cm_error **err);
 int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *plan, struct cm_error **err);
 void run_host_process(struct spec *s);
+/* --profile ci --host: /etc/containers for the host's podman and buildah inside the job. */
+int run_host_ci_containers(struct cleanup_plan *plan, struct cm_error **err);
 
 /* run_init.c: the container's pid 1 is codemode-init (fd 3, a sealed memfd), the server its
  * child; *preserve_fds becomes 1. */
