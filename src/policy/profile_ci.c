@@ -169,8 +169,8 @@ static int ci_mounts(struct spec *s, const char *bundle, struct policy_report *r
      * program or file capability left there would be a real one on the host). */
     if (bind && !(m->flags & MS_RDONLY) && !m->trusted) {
       m->idmap_to_owner = true;
-      policy_report_add(r, "mounts[%zu] %s: writable: the job's root writes there as the directory's owner (refused "
-                           "if that is host root)",
+      policy_report_add(r, "mounts[%zu] %s: writable: the job's root writes there as its owner (a directory of host "
+                           "root's is refused, a file of host root's bound read-only)",
                         i, m->destination);
     }
     /* crun refuses a hybrid v1+v2 tree at /sys/fs/cgroup: the job sees the unified hierarchy

@@ -333,6 +333,14 @@ static int bind_clone(const struct userns_setup *u, const struct spec *s, size_t
     struct stat st;
     if (fstat(src, &st) < 0)
       return cm_error_set(err, errno, "mounts[%zu] %s: stat the source", i, m->destination);
+    if ((st.st_uid == 0 || st.st_gid == 0) && !S_ISDIR(st.st_mode)) {
+      /* A file of host root's (an engine's /etc/hosts, resolv.conf, hostname): bound read-only,
+       * through the container's own mapping. Writable, the job's root could make it a setuid
+       * program of host root's; read-only it can change neither its bytes nor its mode. */
+      cm_debug("mounts[%zu] %s: a file of host root's: bound read-only under the ci profile", i, m->destination);
+      return idmap_clone(src, container_ns, 0, flags | MS_RDONLY, m->clear_flags & ~MS_RDONLY, m->recursive_readonly,
+                         NULL, err);
+    }
     if (st.st_uid == 0 || st.st_gid == 0)
       return cm_error_set(err, EPERM,
                           "mounts[%zu] %s: a writable bind of %s, owned by host root (uid %u, gid %u): the job's "

@@ -175,6 +175,15 @@ allowed() {
   [ -z "$(ls -A "$ROOT")" ]
 }
 
+@test "ci: a writable bind of a file owned by host root is bound read-only (an engine's /etc/hosts)" {
+  echo original >"$HOST_DIR/hosts"
+  esc --mount "$HOST_DIR/hosts:/etc/hosts:rw" -- open_write /etc/hosts
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"contained: /etc/hosts (Read-only file system)"* ]]
+  [ "$(cat "$HOST_DIR/hosts")" = original ]
+  [ "$(stat -c %a "$HOST_DIR/hosts")" = 644 ]
+}
+
 @test "ci: in a writable bind the job writes as the directory's owner: a planted setuid file is not root's" {
   chown 65534:65534 "$HOST_DIR"
   set_args sh -c 'cp /bin/busybox /ws/suid && chmod 4755 /ws/suid && ls -ln /ws/suid && id -u'
