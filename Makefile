@@ -295,6 +295,7 @@ bench: all $(B)/tests/landlock_cost
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/mcp.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/egress.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/learn.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/ci.sh
 
 # What Landlock adds to an mcp start, step by step (issue 18): run.sh reports it.
 $(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a

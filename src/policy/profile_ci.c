@@ -190,8 +190,14 @@ static int ci_mounts(struct spec *s, const char *bundle, struct policy_report *r
    * pages are charged to the job's memory limit. */
   if (!policy_has_mount_at(s, "/var/lib/containers"))
     policy_add_tmpfs(s, "/var/lib/containers", (const char *const[]){"nodev", "mode=0700", CI_STORAGE_SIZE, NULL}, r);
-  if (s->root_readonly && !policy_has_mount_at(s, "/tmp"))
+  /* A read-only root (codemode's own CLI on a plain bundle) still gets a writable /tmp: first,
+   * so that binds below /tmp (a workspace, a runner's step files) land on top of it. */
+  if (s->root_readonly && !policy_has_mount_at(s, "/tmp")) {
     policy_add_tmpfs(s, "/tmp", (const char *const[]){"nosuid", "nodev", "mode=1777", CI_TMPFS_SIZE, NULL}, r);
+    struct spec_mount tmp = s->mounts[s->n_mounts - 1];
+    memmove(&s->mounts[1], &s->mounts[0], (s->n_mounts - 1) * sizeof(*s->mounts));
+    s->mounts[0] = tmp;
+  }
   return 0;
 }
 
