@@ -105,7 +105,11 @@ void policy_ci_tighten_process(struct spec_process *p, struct policy_report *r) 
     p->has_oom_score_adj = true;
     p->oom_score_adj = CI_OOM_SCORE_ADJ;
   }
-  policy_tighten_rlimit(p, RLIMIT_NOFILE, "RLIMIT_NOFILE", CI_NOFILE_HARD, CI_NOFILE_HARD, r);
+  /* A config's open-file limit is clamped, never added: without one the job inherits the
+   * engine's (raising it would need CAP_SYS_RESOURCE, which a runner may not have). */
+  for (size_t i = 0; i < p->n_rlimits; i++)
+    if (p->rlimits[i].resource == RLIMIT_NOFILE)
+      policy_tighten_rlimit(p, RLIMIT_NOFILE, "RLIMIT_NOFILE", CI_NOFILE_HARD, CI_NOFILE_HARD, r);
   /* core_pattern is the host's: a core would go to the host's handler (systemd-coredump keeps
    * it on the host, with whatever secrets the job held). */
   policy_tighten_rlimit(p, RLIMIT_CORE, "RLIMIT_CORE", 0, 0, r);

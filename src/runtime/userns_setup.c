@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "linux/idmap.h"
@@ -340,6 +343,16 @@ static int bind_clone(const struct userns_setup *u, const struct spec *s, size_t
       cm_debug("mounts[%zu] %s: a file of host root's: bound read-only under the ci profile", i, m->destination);
       return idmap_clone(src, container_ns, 0, flags | MS_RDONLY, m->clear_flags & ~MS_RDONLY, m->recursive_readonly,
                          NULL, err);
+    }
+    struct statfs sfs;
+    struct statvfs svfs;
+    if ((st.st_uid == 0 || st.st_gid == 0) && fstatfs(src, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC &&
+        fstatvfs(src, &svfs) == 0 && (svfs.f_flag & ST_NOSUID)) {
+      /* A tmpfs the engine made nosuid (Docker's /dev/shm): it exists only under that mount,
+       * where setuid bits and file capabilities mean nothing, and it goes with the container. */
+      cm_debug("mounts[%zu] %s: a nosuid tmpfs of host root's: idmapped through the container's mapping", i,
+               m->destination);
+      return idmap_clone(src, container_ns, tree, flags, m->clear_flags, m->recursive_readonly, NULL, err);
     }
     if (st.st_uid == 0 || st.st_gid == 0)
       return cm_error_set(err, EPERM,
