@@ -142,9 +142,9 @@ int supervisor_run_standalone(struct run_options *o) {
                    "--seccomp", o->seccomp);
       goto out_err;
     }
-    /* A job's root is writable and thrown away: the --ephemeral overlay (an image has its own). */
-    if (!o->image)
-      o->ephemeral = true;
+    /* A job's root is writable and thrown away: the --ephemeral overlay (an image's rootfs in
+     * the store gets its throwaway upper layer, now writable). */
+    o->ephemeral = true;
   }
   if (policy_apply(s, profile, bundle, &pol, &err) < 0 || policy_apply_egress(s, &o->egress, &pol, &err) < 0)
     goto out_err;

@@ -162,3 +162,20 @@ range_start() { awk 'NR == 1 {print $2}' "$WS/uid_map"; }
   [[ "$output" == *"codemode-run version"* ]]
   [ "$(tail -1 <<<"$output")" = 1000 ]
 }
+
+@test "ci: an image job (--image): its root writable and thrown away, the image in the store unchanged" {
+  local store
+  store=$(mktemp -d /tmp/cm-ci-store.XXXXXX)
+  status=0
+  timeout 300 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --store "$store" --image "docker-archive:$IMG" \
+    --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" -- sh -c 'echo job >/etc/made && cat /etc/made && id -u' \
+    </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# $output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *$'job\n0'* ]]
+  ! grep -rqs "^job$" "$store" --include=made
+  [ -z "$(find "$store" -name made)" ]
+  rm -rf --one-file-system "$store"
+  [ -z "$(ls -A "$ROOT")" ]
+}
