@@ -179,3 +179,18 @@ range_start() { awk 'NR == 1 {print $2}' "$WS/uid_map"; }
   rm -rf --one-file-system "$store"
   [ -z "$(ls -A "$ROOT")" ]
 }
+
+@test "ci: podman inside an image (the host's podman, crun and conmon as a bundle with its own /etc/containers)" {
+  "$CM_REPO/tests/ci/make-podman-bundle.sh" "$TEST_DIR/podman-image"
+  chmod 0755 "$TEST_DIR"
+  status=0
+  timeout 300 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --mount "$WS:/ws:rw" --cwd /ws \
+    --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" "$TEST_DIR/podman-image" -- /bin/sh -c \
+    'cat /proc/self/uid_map >uid_map; podman load -q -i img.tar && podman run --rm --network none localhost/test/bb:latest echo nested-from-image' \
+    </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# $output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *nested-from-image* ]]
+  nothing_left "$(range_start)"
+}
