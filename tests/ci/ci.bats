@@ -194,3 +194,26 @@ range_start() { awk 'NR == 1 {print $2}' "$WS/uid_map"; }
   [[ "$output" == *nested-from-image* ]]
   nothing_left "$(range_start)"
 }
+
+@test "ci: apt-get install in a Debian 12 image (sudo, from a local repository), then sudo and su to a normal user" {
+  local work=$CM_REPO/tests/ci/.work
+  [ -x "$work/debian/usr/bin/apt-get" ] && [ -s "$work/repo/Packages" ] || "$CM_REPO/tests/ci/deps.sh" >&2
+  status=0
+  timeout 600 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --rootfs "$work/debian" \
+    --mount "$work/repo:/repo:ro" --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" -- /bin/sh -c '
+      set -e
+      echo "deb [trusted=yes] file:/repo ./" >/etc/apt/sources.list
+      rm -f /etc/apt/sources.list.d/*
+      apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get -qq install -y sudo >/dev/null
+      stat -c "%a %U" /usr/bin/sudo
+      useradd -m builder && echo "builder ALL=(ALL) NOPASSWD: ALL" >/etc/sudoers.d/builder
+      su builder -c "id -un; sudo -n id -u 2>/dev/null"' </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# $output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"4755 root"* ]] # dpkg set the setuid bit, in the job's throwaway root
+  [[ "$output" == *$'builder\n0'* ]] # su to the user, sudo back to the job's root
+  # The cached rootfs is never written: the job's changes were in its throwaway upper layer.
+  [ ! -e "$work/debian/usr/bin/sudo" ]
+  [ -z "$(ls -A "$ROOT")" ]
+}
