@@ -34,10 +34,16 @@ case $CODEMODE_CI_OWNER in
   0:* | *:0 | root:* | *:root) system_failure "CODEMODE_CI_OWNER must not be root (it is $CODEMODE_CI_OWNER)" ;;
 esac
 
+# shellcheck disable=SC2034 # used by the stage scripts that source this file
 job_dir=$CODEMODE_CI_DIR/jobs/$job_id
+# shellcheck disable=SC2034
 builds_dir=$job_dir/builds
+# shellcheck disable=SC2034
 cache_dir=$CODEMODE_CI_DIR/cache/$project
 # codemode-run's container ids: one per stage of the job
+# shellcheck disable=SC2034
 id_prefix=gitlab-job-$job_id
+# shellcheck disable=SC2034
 root_opts=()
+# shellcheck disable=SC2034
 [ -z "${CODEMODE_ROOT:-}" ] || root_opts=(--root "$CODEMODE_ROOT")

@@ -71,6 +71,7 @@ SH
     awk '/^run / {printf "%s ", $2}')
   # Host side: tmpfs over /var/lib, /run and /var/tmp in a mount namespace of its own (they all
   # exist: nothing is made on the host), so podman's storage, run and cache directories are new.
+  # shellcheck disable=SC2016 # expanded by the inner shell
   host=$(cd "$work/ws" && unshare -m sh -c 'mount --make-rprivate / && for d in /var/lib /run /var/tmp; do
       mount -t tmpfs -o size=1g tmpfs $d || exit 1; done && sh ./nested.sh "$1"' sh "$n" </dev/null 2>/dev/null |
     awk '/^run / {printf "%s ", $2}')

@@ -48,12 +48,17 @@ job() {
   echo "# job status $status: $output" >&3
 }
 
-# range_processes START: host pids whose uid is in the job's 1048576-id range from START.
+# range_processes START: host pids whose uid is in the job's 1048576-id range from START and that
+# are the job's: in its cgroup (named after its id; nested containers run with cgroups disabled,
+# so they stay there) or carrying its token. Once the job is gone its range is free, and another
+# container on this machine (another suite's) may hold it by then: its processes are not ours.
 range_processes() {
   local f uid
   for f in /proc/[0-9]*; do
     uid=$(awk '/^Uid:/ {print $2}' "$f/status" 2>/dev/null) || continue
-    [ -n "$uid" ] && [ "$uid" -ge "$1" ] && [ "$uid" -lt $(($1 + 1048576)) ] && echo "${f#/proc/}"
+    [ -n "$uid" ] && [ "$uid" -ge "$1" ] && [ "$uid" -lt $(($1 + 1048576)) ] || continue
+    grep -qF -- "$CID" "$f/cgroup" 2>/dev/null || is_test_process "${f#/proc/}" "$CM_TEST_TOKEN:$CID" || continue
+    echo "${f#/proc/}"
   done
   return 0
 }

@@ -30,4 +30,5 @@ if [ ! -s "$work/repo/Packages" ]; then
   (cd "$work/repo" && apt-get download $pkgs >/dev/null)
   (cd "$work/repo" && dpkg-scanpackages . /dev/null >Packages 2>/dev/null)
 fi
-echo "tests/ci: Debian rootfs $(cat "$work/debian/etc/debian_version"), local repository: $(ls "$work/repo" | grep -c '\.deb$') packages"
+debs=("$work"/repo/*.deb)
+echo "tests/ci: Debian rootfs $(cat "$work/debian/etc/debian_version"), local repository: ${#debs[@]} packages"
