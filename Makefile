@@ -71,7 +71,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 
 all: $(B)/codemode $(B)/codemode-run $(B)/codemode-image $(B)/codemode-broker $(B)/codemode-broker-tls.so \
-     $(B)/codemode-mcp $(B)/codemode-criu
+     $(B)/codemode-mcp $(B)/codemode-criu $(B)/codemode-ci
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -89,6 +89,9 @@ $(B)/codemode: $(CLI_OBJS) $(B)/libcodemode.a
 # codemode-mcp: a link to codemode; the name selects the mcp profile (src/cli/main.c), for
 # engines that can only name a binary (containerd's BinaryName, a Kubernetes RuntimeClass).
 $(B)/codemode-mcp: $(B)/codemode
+	@ln -sfn codemode $@
+# codemode-ci: the same for the ci profile (docker run --runtime=codemode-ci, a CI runner's engine).
+$(B)/codemode-ci: $(B)/codemode
 	@ln -sfn codemode $@
 
 # codemode-run (issue 6): the standalone launcher, its flags (src/cli/run_standalone.c) on top of
@@ -227,6 +230,7 @@ install: all
 	install -D -m 0755 $(B)/codemode-broker $(DESTDIR)$(LIBEXECDIR)/codemode-broker
 	install -D -m 0644 $(B)/codemode-broker-tls.so $(DESTDIR)$(LIBEXECDIR)/codemode-broker-tls.so
 	ln -sfn codemode $(DESTDIR)$(BINDIR)/codemode-mcp
+	ln -sfn codemode $(DESTDIR)$(BINDIR)/codemode-ci
 	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; \
 	  s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 	@for p in seccomp-profiles/*.json; do [ -e "$$p" ] || continue; \
@@ -326,6 +330,7 @@ bench: all $(B)/tests/landlock_cost
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/egress.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/learn.sh
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/paths.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/ci.sh
 
 # What Landlock adds to an mcp start, step by step (issue 18): run.sh reports it.
 $(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write default.json and mcp.json (Docker's seccomp profile format).
+"""Write default.json, mcp.json and ci.json (Docker's seccomp profile format).
 
 One source for both profiles, so they cannot drift apart:
   default.json    what Docker's default profile lets a container do: an allow list, the
@@ -10,6 +10,14 @@ One source for both profiles, so they cannot drift apart:
                   native 64-bit ABI, socket families UNIX/INET/INET6/NETLINK_ROUTE, no
                   TIOCSTI/TIOCLINUX/TIOCSETD, no namespace flags on clone, mknod only for FIFOs,
                   no setuid/setgid mode bits (chmod, open…), openat2 -> ENOSYS.
+  ci.json         a CI job's, in place of the config's filter (which was resolved for capabilities
+                  the ci profile changes): the default allow list, plus what Docker's default
+                  allows a container holding CAP_SYS_ADMIN, CAP_SYS_CHROOT and CAP_SYS_PTRACE
+                  (namespaces, mounts, pivot_root, chroot, ptrace: nested containers and
+                  debuggers, all confined by the job's user namespace), minus CI_DENIED (kernel
+                  attack surface and whole-machine operations no job needs, with the reason per
+                  group), socket families other than AF_VSOCK and AF_ALG, and no
+                  TIOCSTI/TIOCLINUX/TIOCSETD.
 (mcp-audit.json, mcp.json with its denials turned into SCMP_ACT_LOG, is retired: its records went
 to the kernel log and nothing turned them into a policy. --profile mcp-audit is now codemode-run's
 learn mode on top of mcp.json, codemode-profiles(5).)
@@ -110,6 +118,49 @@ MCP_DENIED = {
     "iopl ioperm syslog lookup_dcookie quotactl quotactl_fd":
         "whole-machine operations",
 }
+
+# What ci.json adds to the default allow list: Docker's allowances for a container holding
+# CAP_SYS_ADMIN, CAP_SYS_CHROOT and CAP_SYS_PTRACE, which the ci profile gives the job's root
+# inside its user namespace. The kernel checks each against that namespace: a mount, unshare or
+# setns acts only on namespaces the job owns, ptrace reaches only the job's own processes (its
+# pid namespace), sethostname its own UTS namespace.
+CI_ADDED = {
+    "clone clone3 unshare setns": "nested user, mount, pid, net, ipc, uts and cgroup namespaces (nested containers)",
+    "mount umount umount2 fsopen fsconfig fsmount fspick move_mount open_tree mount_setattr pivot_root chroot":
+        "mounts in the job's own mount namespaces: overlays, tmpfs, procfs and sysfs of nested containers",
+    "sethostname setdomainname": "the job's own UTS namespace",
+    "ptrace process_vm_readv process_vm_writev kcmp pidfd_getfd process_madvise":
+        "debuggers, strace and sanitizers (LeakSanitizer stops threads with ptrace): the job's own processes only",
+}
+
+# What ci.json refuses although Docker's default would allow it to a container with those
+# capabilities (or never): no CI job needs it, and each is host-facing or kernel attack surface.
+CI_DENIED = {
+    "bpf": "the eBPF verifier is kernel attack surface; in a user namespace the kernel refuses the program "
+           "types nested runtimes load anyway (cgroup device programs need CAP_BPF in the host's namespace), "
+           "so crun and runc see the EPERM they already handle",
+    "perf_event_open": "performance counters see the whole machine (and are frequent kernel bugs)",
+    "io_uring_setup io_uring_enter io_uring_register": "io_uring: a frequent source of kernel bugs (build tools fall back to read/write)",
+    "userfaultfd": "stalls kernel copies: a race-widening primitive for exploits",
+    "kexec_load kexec_file_load reboot": "replace or stop the host's kernel",
+    "init_module finit_module delete_module": "load code into the host's kernel",
+    "swapon swapoff acct iopl ioperm syslog lookup_dcookie quotactl quotactl_fd fanotify_init":
+        "whole-machine operations: host swap, process accounting, I/O ports, the kernel log, host quotas, "
+        "filesystem-wide watches",
+    "clock_settime clock_settime64 settimeofday stime clock_adjtime clock_adjtime64 adjtimex":
+        "the clock is not namespaced: setting it would set the host's",
+    "open_by_handle_at": "file handles bypass path checks (Shocker class)",
+    "memfd_secret": "memory the kernel cannot inspect",
+    "modify_ldt": "16-bit segments: old kernel attack surface",
+    "remap_file_pages": "deprecated, rarely used, bug-prone",
+    "epoll_ctl_old epoll_wait_old": "the old epoll calls",
+}
+# Answered ENOSYS, as by a kernel without keyrings: the keyring is not namespaced, and nested
+# runtimes (crun, runc) then skip the session keyring they would make for each container.
+CI_ENOSYS = {"keyctl add_key request_key": "the kernel keyring is not namespaced (ENOSYS: runtimes skip their session keyring)"}
+# socket families refused in a ci job: neither is confined by the job's network namespace.
+CI_SOCKET_DENIED = {40: "AF_VSOCK: talks to the hypervisor and other VMs, outside any network namespace",
+                    38: "AF_ALG: the kernel crypto API's sockets, kernel attack surface no build needs"}
 
 ARCH_MAP_ALL = [
     {"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86", "SCMP_ARCH_X32"]},
@@ -220,6 +271,46 @@ def mcp_profile():
     return {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": EPERM, "archMap": ARCH_MAP_64, "syscalls": s}
 
 
+def tty_ioctl_rules():
+    # As in mcp.json: the refusals answer ENOTTY (an EPERM rule would equal the default action
+    # and libseccomp would drop it); the low 32 bits compared, high bits refused.
+    s = []
+    for req, name, why in ((0x5412, "TIOCSTI", "would inject keystrokes into the caller's terminal"),
+                           (0x541C, "TIOCLINUX", "would inject keystrokes into the caller's terminal"),
+                           (0x5423, "TIOCSETD", "would change the line discipline of the caller's terminal "
+                                                "(line disciplines such as n_gsm are kernel attack surface)")):
+        s.append(rule("ioctl", "SCMP_ACT_ERRNO", args=[arg(1, "SCMP_CMP_MASKED_EQ", 0xFFFFFFFF, req)],
+                      comment=f"{name}: {why}", errnoRet=ENOTTY))
+    s.append(rule("ioctl", args=[arg(1, "SCMP_CMP_MASKED_EQ", 0xFFFFFFFF00000000, 0)]))
+    return s
+
+
+def ci_profile():
+    denied = set()
+    for names in CI_DENIED:
+        denied.update(names.split())
+    conditional = {"ioctl", "socket", "personality"}
+    added = set()
+    for names in CI_ADDED:
+        added.update(names.split())
+    allowed = sorted((set(ALLOWED) | added) - denied - conditional)
+    s = [rule(allowed, comment="the default allow list, with what CAP_SYS_ADMIN, CAP_SYS_CHROOT and CAP_SYS_PTRACE "
+                               "allow in Docker's default, minus CI_DENIED")]
+    s.append(rule("arch_prctl", includes={"arches": ["amd64", "x32", "386"]}))
+    for v in PERSONALITY_OK:
+        s.append(rule("personality", args=[arg(0, "SCMP_CMP_EQ", v)]))
+    s += tty_ioctl_rules()
+    # socket: every family but the two below (ranges, since one rule cannot test one argument twice).
+    s.append(rule("socket", args=[arg(0, "SCMP_CMP_LT", 38)]))
+    s.append(rule("socket", args=[arg(0, "SCMP_CMP_EQ", 39)]))
+    s.append(rule("socket", args=[arg(0, "SCMP_CMP_GT", 40)], comment="; ".join(CI_SOCKET_DENIED.values())))
+    for names, why in CI_DENIED.items():
+        s.append(rule(names, "SCMP_ACT_ERRNO", comment=why, errnoRet=EPERM))
+    for names, why in CI_ENOSYS.items():
+        s.append(rule(names, "SCMP_ACT_ERRNO", comment=why, errnoRet=ENOSYS))
+    return {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": EPERM, "archMap": ARCH_MAP_ALL, "syscalls": s}
+
+
 def write(name, profile):
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, name), "w") as f:
@@ -230,3 +321,4 @@ def write(name, profile):
 if __name__ == "__main__":
     write("default.json", default_profile())
     write("mcp.json", mcp_profile())
+    write("ci.json", ci_profile())

@@ -4,7 +4,7 @@
 #   1. unit        the cmocka binaries given as arguments
 #   2. integration bats --tap tests/integration   (needs $CODEMODE, default build/codemode)
 #   3. security    bats --tap tests/security
-#   4. extra       tests/<suite>/run.sh for docker, containerd, cri, mcp, image, egress, rootless, vm, stress, valgrind when
+#   4. extra       tests/<suite>/run.sh for docker, containerd, cri, mcp, image, egress, rootless, ci, vm, stress, valgrind when
 #                  present: TAP on stdout, exit 77 = "cannot run here" (its last stderr line says
 #                  why); stress runs small here (CM_STRESS_N=8 CM_STRESS_R=3; `make stress` is big)
 #   5. leaks       no mount under the run's temp dir, no process carrying the run's token, no
@@ -30,7 +30,7 @@ repo=$(cd "$here/.." && pwd)
 : "${CODEMODE:=$repo/build/codemode}"
 case $CODEMODE in /*) ;; *) CODEMODE=$PWD/$CODEMODE ;; esac
 export CODEMODE
-suites=${CM_SUITES:-unit integration security docker containerd cri mcp image egress rootless vm stress valgrind}
+suites=${CM_SUITES:-unit integration security docker containerd cri mcp image egress rootless ci vm stress valgrind}
 export CM_STRESS_N=${CM_STRESS_N:-8} CM_STRESS_R=${CM_STRESS_R:-3}
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -54,7 +54,7 @@ static const char usage[] =
     "  --debug                   debug logging\n"
     "  --systemd-cgroup          use the systemd cgroup driver\n"
     "  --cgroup-manager cgroupfs|systemd|disabled\n"
-    "  --profile NAME            hardening profile: default, mcp, mcp-audit (= mcp here; learn\n"
+    "  --profile NAME            hardening profile: default, ci, mcp, mcp-audit (= mcp here; learn\n"
     "                            mode under codemode-run) (codemode-profiles(5));\n"
     "                            `codemode policy explain` shows what it changes; run as\n"
     "                            codemode-mcp (a link to codemode), mcp is the least it gets\n"
@@ -128,6 +128,9 @@ static const char *profile_from_program_name(const char *argv0) {
     return "mcp";
   if (base && strcmp(base, "codemode-mcp-audit") == 0)
     return "mcp-audit";
+  /* A CI runner's engine (docker run --runtime=codemode-ci, a GitLab or Actions runner). */
+  if (base && strcmp(base, "codemode-ci") == 0)
+    return "ci";
   return NULL;
 }
 

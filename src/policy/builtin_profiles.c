@@ -11,9 +11,11 @@
 
 CM_EMBED_STRING(cm_profile_default, "build/seccomp-profiles/default.json");
 CM_EMBED_STRING(cm_profile_mcp, "build/seccomp-profiles/mcp.json");
+CM_EMBED_STRING(cm_profile_ci, "build/seccomp-profiles/ci.json");
 
 extern const char cm_profile_default[], cm_profile_default_end[];
 extern const char cm_profile_mcp[], cm_profile_mcp_end[];
+extern const char cm_profile_ci[], cm_profile_ci_end[];
 
 const char *seccomp_profile_builtin(const char *name, size_t *len) {
   static const struct {
@@ -22,6 +24,7 @@ const char *seccomp_profile_builtin(const char *name, size_t *len) {
   } table[] = {
       {"default", cm_profile_default, cm_profile_default_end},
       {"mcp", cm_profile_mcp, cm_profile_mcp_end},
+      {"ci", cm_profile_ci, cm_profile_ci_end},
   };
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
     if (strcmp(table[i].name, name) == 0) {

@@ -16,7 +16,6 @@
 #include "spec/json_util.h"
 #include "util/cleanup.h"
 
-#define MCP_TMPFS_SIZE "size=64m"
 /* ptys: the kernel shares kernel.pty.max (4096 here) between every devpts instance but the host's
  * reserve; one server may hold at most this many. */
 #define MCP_DEVPTS_MAX 64
@@ -123,7 +122,7 @@ static int check_overlay_layers(size_t i, const struct spec_mount *m, const char
 }
 
 /* Tighten mounts[i] in place, or refuse it. *changed: its options were rewritten. */
-static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, bool *changed,
+static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, const char *tmpfs_size, bool *changed,
                        struct policy_report *r, struct cm_error **err) {
   const char *type = m->type && *m->type ? m->type : "bind";
   if (is_bind(m)) {
@@ -155,7 +154,7 @@ static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, bool 
     bool unlimited = has_option(m, "size=0", true) || has_option(m, "nr_blocks=0", true);
     if (unlimited || (!has_option(m, "size=", false) && !has_option(m, "nr_blocks=", false))) {
       remove_options(m, (const char *const[]){"size=", "nr_blocks=", NULL});
-      option_append(m, MCP_TMPFS_SIZE);
+      option_append(m, tmpfs_size);
       *changed = true;
     }
     return 0;
@@ -223,12 +222,12 @@ static int tighten_one(struct spec_mount *m, size_t i, const char *bundle, bool 
       what);
 }
 
-int policy_mcp_tighten_mounts(struct spec *s, const char *bundle, struct policy_report *r,
-                              struct cm_error **err) {
+int policy_tighten_mounts(struct spec *s, const char *bundle, const char *tmpfs_size, struct policy_report *r,
+                          struct cm_error **err) {
   for (size_t i = 0; i < s->n_mounts; i++) {
     struct spec_mount *m = &s->mounts[i];
     bool changed = false;
-    if (tighten_one(m, i, bundle, &changed, r, err) < 0)
+    if (tighten_one(m, i, bundle, tmpfs_size, &changed, r, err) < 0)
       return -1;
     if (changed) {
       spec_mount_decode_options(m);

@@ -11,6 +11,7 @@
 
 static const char *const profile_names[] = {
     [POLICY_PROFILE_DEFAULT] = "default",
+    [POLICY_PROFILE_CI] = "ci",
     [POLICY_PROFILE_MCP_AUDIT] = "mcp-audit",
     [POLICY_PROFILE_MCP] = "mcp",
 };
@@ -22,7 +23,7 @@ int policy_profile_from_name(const char *name, enum policy_profile *out, struct 
       return 0;
     }
   }
-  return cm_error_set(err, 0, "unknown profile \"%s\" (known: default, mcp, mcp-audit)", name);
+  return cm_error_set(err, 0, "unknown profile \"%s\" (known: default, ci, mcp, mcp-audit)", name);
 }
 
 const char *policy_profile_name(enum policy_profile p) {
@@ -88,13 +89,17 @@ int policy_apply(struct spec *s, enum policy_profile p, const char *bundle, stru
     policy_landlock_derive(s, false, &out->landlock, &out->report); /* the deny list, if any */
     return 0;
   }
-  if (policy_mcp_apply(s, p == POLICY_PROFILE_MCP_AUDIT, bundle, out, err) < 0) {
+  int rc = p == POLICY_PROFILE_CI ? policy_ci_apply(s, bundle, out, err)
+                                  : policy_mcp_apply(s, p == POLICY_PROFILE_MCP_AUDIT, bundle, out, err);
+  if (rc < 0) {
     cm_error_prefix(err, "profile %s", policy_profile_name(p));
     policy_result_free(out);
     return -1;
   }
-  /* Last: from the mounts as the profile left them. */
-  policy_landlock_derive(s, true, &out->landlock, &out->report);
+  /* Last: from the mounts as the profile left them. Not under ci: a Landlock domain forbids
+   * mount(2) and pivot_root(2) to every process in it, and nested containers need both; the
+   * job's reach is its mounts, in its own mount namespace (only --deny paths, as for default). */
+  policy_landlock_derive(s, p != POLICY_PROFILE_CI, &out->landlock, &out->report);
   set_annotation(s, policy_profile_name(p), &out->report);
   return 0;
 }
@@ -112,15 +117,21 @@ int policy_apply_exec(const char *requested, const char *recorded, struct spec_p
   out->profile = asked > at_create ? asked : at_create;
   if (out->profile == POLICY_PROFILE_DEFAULT)
     return 0;
-  /* The same process rules and the same stacked filter as init: exec'd code is as untrusted as
-   * the server itself (an exec must not be a way around the profile). */
-  policy_mcp_tighten_process(p, &out->report);
-  if (policy_mcp_load_seccomp(p->capabilities.bounding, &out->stacked_seccomp, err) < 0) {
+  /* The same process rules and the same filter as init: exec'd code is as untrusted as the
+   * server itself (an exec must not be a way around the profile). */
+  bool ci = out->profile == POLICY_PROFILE_CI;
+  if (ci)
+    policy_ci_tighten_process(p, &out->report);
+  else
+    policy_mcp_tighten_process(p, &out->report);
+  int rc = ci ? policy_ci_load_seccomp(p->capabilities.bounding, &out->stacked_seccomp, err)
+              : policy_mcp_load_seccomp(p->capabilities.bounding, &out->stacked_seccomp, err);
+  if (rc < 0) {
     cm_error_prefix(err, "profile %s", policy_profile_name(out->profile));
     policy_result_free(out);
     return -1;
   }
-  policy_report_add(&out->report, "seccomp: mcp.json stacked on top of the container's filter");
+  policy_report_add(&out->report, "seccomp: %s.json stacked on top of the container's filter", ci ? "ci" : "mcp");
   return 0;
 }
 
@@ -136,7 +147,7 @@ int policy_apply_update(const char *requested, const char *recorded, struct spec
   enum policy_profile p = asked > at_create ? asked : at_create;
   if (p == POLICY_PROFILE_DEFAULT)
     return 0;
-  if (policy_mcp_tighten_update(r, report, err) < 0) {
+  if ((p == POLICY_PROFILE_CI ? policy_ci_tighten_update(r, report, err) : policy_mcp_tighten_update(r, report, err)) < 0) {
     policy_report_free(report);
     return cm_error_prefix(err, "profile %s: update", policy_profile_name(p));
   }
@@ -170,6 +181,20 @@ int policy_apply_egress(struct spec *s, const struct egress_flags *flags, struct
                         "allowlist needs its own (linux.namespaces: network; codemode-run --net none)");
   }
   egress_policy_explain(&out->egress, report_line, &out->report);
+  /* ci: the job's network namespace now holds the broker's capture rules and routes, which
+   * CAP_NET_ADMIN could remove. */
+  if (out->profile == POLICY_PROFILE_CI && s->process) {
+    struct spec_capabilities *c = &s->process->capabilities;
+    uint64_t bit = 1ULL << 12; /* CAP_NET_ADMIN */
+    if ((c->bounding | c->effective | c->permitted | c->ambient) & bit) {
+      c->bounding &= ~bit;
+      c->effective &= ~bit;
+      c->permitted &= ~bit;
+      c->ambient &= ~bit;
+      policy_report_add(&out->report, "process.capabilities: CAP_NET_ADMIN dropped (the egress broker's capture "
+                                      "rules are in the job's network namespace)");
+    }
+  }
   /* Where the kernel has Landlock ABI >= 4 (the hardening profiles' layer), TCP connect is
    * limited to the broker's ports as well: a connect anywhere else fails with EACCES even if
    * the capture routes were removed. */

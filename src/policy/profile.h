@@ -4,8 +4,11 @@
  *   mcp-audit  mcp's rules exactly; under codemode-run it is learn mode (supervisor/observe.h):
  *              the run's own policy is written (its old log-only filter is retired)
  *   mcp        hardened for untrusted code (an MCP server): see man/codemode-profiles.5
+ *   ci         an untrusted CI job: root with a build's capabilities (nested containers, sudo),
+ *              all of it inside a user namespace of its own; what faces the host is closed as
+ *              under mcp (profile_ci.c)
  *
- * A profile only ever tightens: every rule keeps the stricter of the config's value and its own.
+ * mcp and mcp-audit only ever tighten: every rule keeps the stricter of the config's value and its own.
  * What cannot be tightened without changing what the caller asked for in a way they must know
  * about (joining the host's network or pid namespace, binding a sensitive host path) is refused
  * with an error naming the profile. The changes are reported, one human-readable line each. */
@@ -20,11 +23,14 @@
 #include "spec/spec.h"
 #include "util/error.h"
 
-/* Ordered by strictness: the effective profile is the largest of those asked for. */
+/* Ordered by strictness: the effective profile is the largest of those asked for. ci is
+ * stricter than default (a user namespace always, the host's kernel settings closed) and looser
+ * than mcp (capabilities inside that namespace, a writable root). */
 enum policy_profile {
   POLICY_PROFILE_DEFAULT = 0,
-  POLICY_PROFILE_MCP_AUDIT = 1,
-  POLICY_PROFILE_MCP = 2,
+  POLICY_PROFILE_CI = 1,
+  POLICY_PROFILE_MCP_AUDIT = 2,
+  POLICY_PROFILE_MCP = 3,
 };
 
 /* The annotation a config uses to ask for a profile (it can only make things stricter). */

@@ -94,15 +94,21 @@ static int registry_open(struct cm_error **err) {
   return fd;
 }
 
-/* The slot the state directory records, or -1. */
-static long recorded_slot(int dirfd) {
+/* The first slot the state directory records, or -1; *n the number of slots ("slot uid gid
+ * [n]": a record without n, from before ranges of several slots, holds one). */
+static long recorded_slots(int dirfd, uint32_t *n) {
   cleanup_close int fd = openat(dirfd, IDRANGE_STATE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  char buf[64] = "";
+  char buf[96] = "";
+  *n = 1;
   if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
     return -1;
-  char *end;
-  long v = strtol(buf, &end, 10);
-  return end == buf || v < 0 ? -1 : v;
+  unsigned long v, u, g, k;
+  int got = sscanf(buf, "%lu %lu %lu %lu", &v, &u, &g, &k);
+  if (got < 1 || v > UINT32_MAX)
+    return -1;
+  if (got == 4 && k >= 1 && k <= UINT32_MAX)
+    *n = (uint32_t)k;
+  return (long)v;
 }
 
 /* Registry file of `slot` → is it held (by a state directory that still records it)? */
@@ -120,64 +126,87 @@ static bool slot_held(int reg, uint32_t slot) {
   cleanup_close int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0)
     return errno != ENOENT;
-  return recorded_slot(dir) == (long)slot;
+  uint32_t held;
+  long first = recorded_slots(dir, &held);
+  return first >= 0 && slot >= (uint64_t)first && slot < (uint64_t)first + held;
 }
 
-int idrange_allocate(const char *state_dir, int dirfd, struct idrange *out, struct cm_error **err) {
+static void unregister(int reg, uint32_t first, uint32_t n) {
+  for (uint32_t k = 0; k < n; k++) {
+    char name[16];
+    snprintf(name, sizeof(name), "%u", first + k);
+    unlinkat(reg, name, 0);
+  }
+}
+
+int idrange_allocate(const char *state_dir, int dirfd, uint32_t n_slots, struct idrange *out, struct cm_error **err) {
   struct pool p;
+  if (n_slots == 0)
+    n_slots = 1;
   if (pool_load(&p, err) < 0)
     return cm_error_prefix(err, "allocate a host id range");
   cleanup_close int reg = registry_open(err);
   if (reg < 0)
     return cm_error_prefix(err, "allocate a host id range");
-  for (uint32_t slot = 0; slot < p.slots; slot++) {
+  uint64_t ids = (uint64_t)n_slots * IDRANGE_SIZE;
+  for (uint32_t slot = 0; slot + n_slots <= p.slots; slot++) {
     uint64_t u = (uint64_t)p.uid_start + (uint64_t)slot * IDRANGE_SIZE;
     uint64_t g = (uint64_t)p.gid_start + (uint64_t)slot * IDRANGE_SIZE;
     /* The default pool steps around what /etc/subuid and /etc/subgid give to other users. */
-    if (!p.reserved && (overlaps_others("/etc/subuid", u, IDRANGE_SIZE) || overlaps_others("/etc/subgid", g, IDRANGE_SIZE)))
+    if (!p.reserved && (overlaps_others("/etc/subuid", u, ids) || overlaps_others("/etc/subgid", g, ids)))
       continue;
-    if (slot_held(reg, slot))
+    bool held = false;
+    for (uint32_t k = 0; k < n_slots && !held; k++)
+      held = slot_held(reg, slot + k);
+    if (held)
       continue;
-    char name[16], rec[64];
-    snprintf(name, sizeof(name), "%u", slot);
-    /* The state directory first: from then on the slot counts as held. */
-    int len = snprintf(rec, sizeof(rec), "%u %u %u\n", slot, (uint32_t)u, (uint32_t)g);
+    char rec[80];
+    /* The state directory first: from then on the slots count as held. */
+    int len = snprintf(rec, sizeof(rec), "%u %u %u %u\n", slot, (uint32_t)u, (uint32_t)g, n_slots);
     cleanup_close int sfd = openat(dirfd, IDRANGE_STATE_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (sfd < 0 || write(sfd, rec, (size_t)len) != len)
       return cm_error_set(err, errno, "record the host id range in %s", state_dir);
-    unlinkat(reg, name, 0);
-    cleanup_close int rfd = openat(reg, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     size_t plen = strlen(state_dir);
-    if (rfd < 0 || write(rfd, state_dir, plen) != (ssize_t)plen || write(rfd, "\n", 1) != 1) {
-      int e = errno;
-      unlinkat(dirfd, IDRANGE_STATE_FILE, 0);
-      return cm_error_set(err, e, "register host id range %u in %s", slot, IDRANGE_DIR);
+    for (uint32_t k = 0; k < n_slots; k++) {
+      char name[16];
+      snprintf(name, sizeof(name), "%u", slot + k);
+      unlinkat(reg, name, 0);
+      cleanup_close int rfd = openat(reg, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (rfd < 0 || write(rfd, state_dir, plen) != (ssize_t)plen || write(rfd, "\n", 1) != 1) {
+        int e = errno;
+        unregister(reg, slot, k + 1);
+        unlinkat(dirfd, IDRANGE_STATE_FILE, 0);
+        return cm_error_set(err, e, "register host id range %u in %s", slot + k, IDRANGE_DIR);
+      }
     }
-    *out = (struct idrange){slot, (uint32_t)u, (uint32_t)g};
+    *out = (struct idrange){slot, n_slots, (uint32_t)u, (uint32_t)g};
     return 0;
   }
   return cm_error_set(err, ENOSPC,
-                      "allocate a host id range: all %u ranges of the pool are held by running containers (delete "
-                      "some, or give codemode a bigger range in /etc/subuid and /etc/subgid, e.g. "
+                      "allocate a host id range: no %u consecutive free ranges of %u ids in the pool of %u (delete "
+                      "some containers, or give codemode a bigger range in /etc/subuid and /etc/subgid, e.g. "
                       "\"codemode:2147483648:268435456\")",
-                      p.slots);
+                      n_slots, IDRANGE_SIZE, p.slots);
 }
 
 void idrange_release(const char *state_dir, int dirfd) {
-  long slot = recorded_slot(dirfd);
-  if (slot < 0)
+  uint32_t n;
+  long first = recorded_slots(dirfd, &n);
+  if (first < 0)
     return;
   struct cm_error *ignored = NULL;
   int reg = registry_open(&ignored);
   cm_error_freep(&ignored);
   if (reg >= 0) {
-    char name[24], path[PATH_MAX + 2];
-    snprintf(name, sizeof(name), "%ld", slot);
-    int fd = openat(reg, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      ssize_t n = read(fd, path, sizeof(path) - 1);
+    for (uint32_t k = 0; k < n; k++) {
+      char name[24], path[PATH_MAX + 2];
+      snprintf(name, sizeof(name), "%lu", (unsigned long)first + k);
+      int fd = openat(reg, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0)
+        continue;
+      ssize_t len = read(fd, path, sizeof(path) - 1);
       close(fd);
-      path[n > 0 ? n : 0] = '\0';
+      path[len > 0 ? len : 0] = '\0';
       path[strcspn(path, "\n")] = '\0';
       /* Only our own registration: after a crash someone may hold this slot by now. */
       if (strcmp(path, state_dir) == 0)

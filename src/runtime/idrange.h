@@ -26,13 +26,14 @@
 #define IDRANGE_STATE_FILE "userns-range"
 
 struct idrange {
-  uint32_t slot;
-  uint32_t uid, gid; /* first host uid and gid; IDRANGE_SIZE of each */
+  uint32_t slot;     /* the first of n_slots consecutive slots */
+  uint32_t n_slots;  /* 1 for mcp; more for a profile whose containers nest ranges of their own (ci) */
+  uint32_t uid, gid; /* first host uid and gid; n_slots * IDRANGE_SIZE of each */
 };
 
-/* Take a free range for the container whose state directory is `state_dir` (absolute; dirfd is
- * it, open): recorded in both places before returning. */
-int idrange_allocate(const char *state_dir, int dirfd, struct idrange *out, struct cm_error **err);
+/* Take n_slots (>= 1) consecutive free slots for the container whose state directory is
+ * `state_dir` (absolute; dirfd is it, open): recorded in both places before returning. */
+int idrange_allocate(const char *state_dir, int dirfd, uint32_t n_slots, struct idrange *out, struct cm_error **err);
 /* Give back the range the state directory records, if any (delete, failed create). */
 void idrange_release(const char *state_dir, int dirfd);
 /* The pool as a human-readable line for `policy explain` and errors. */

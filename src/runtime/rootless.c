@@ -244,7 +244,7 @@ static size_t fallbacks(const struct spec *s, struct fallback out[3]) {
 
 static bool hardened(const struct spec *s) {
   const char *p = spec_kv_get(&s->annotations, ROOTLESS_PROFILE_ANNOTATION);
-  return p && (strcmp(p, "mcp") == 0 || strcmp(p, "mcp-audit") == 0);
+  return p && (strcmp(p, "mcp") == 0 || strcmp(p, "mcp-audit") == 0 || strcmp(p, "ci") == 0);
 }
 
 void rootless_cgroup_describe(const struct rootless_cgroup *c, const struct spec *s, char *buf, size_t size) {

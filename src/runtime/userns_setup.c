@@ -3,12 +3,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "linux/idmap.h"
@@ -236,16 +240,17 @@ int userns_setup_allocate(struct spec *s, struct userns_setup *u, const char *st
   struct spec_linux *l = &s->linux_;
   if (!u->idmap_all || l->userns_join_owner)
     return 0;
-  if (idrange_allocate(state_dir, dirfd, &u->range, err) < 0)
+  if (idrange_allocate(state_dir, dirfd, l->userns_auto_slots, &u->range, err) < 0)
     return -1;
   u->has_range = true;
-  struct spec_id_mapping um = {0, u->range.uid, IDRANGE_SIZE}, gm = {0, u->range.gid, IDRANGE_SIZE};
+  uint32_t ids = u->range.n_slots * IDRANGE_SIZE;
+  struct spec_id_mapping um = {0, u->range.uid, ids}, gm = {0, u->range.gid, ids};
   set_maps(&l->uid_mappings, &l->n_uid_mappings, &um, 1);
   set_maps(&l->gid_mappings, &l->n_gid_mappings, &gm, 1);
   u->plan.creator_uid = u->range.uid;
   u->plan.creator_gid = u->range.gid;
   cm_debug("user namespace: host uids %u-%u, gids %u-%u (range %u), created as uid %u", u->range.uid,
-           u->range.uid + IDRANGE_SIZE - 1, u->range.gid, u->range.gid + IDRANGE_SIZE - 1, u->range.slot,
+           u->range.uid + ids - 1, u->range.gid, u->range.gid + ids - 1, u->range.slot,
            u->range.uid);
   return 0;
 }
@@ -324,6 +329,54 @@ static int bind_clone(const struct userns_setup *u, const struct spec *s, size_t
     return idmap_clone(src, -1, tree, flags, m->clear_flags, m->recursive_readonly, NULL, err);
   cleanup_close int ns = -1;
   int use = container_ns;
+  if (m->idmap_to_owner && !own_maps) {
+    /* ci: the job's root writes here as the directory's owner, and only it is mapped (other
+     * owners show as nobody). Host root's files would make its setuid programs and file
+     * capabilities real ones on the host: refused. */
+    struct stat st;
+    if (fstat(src, &st) < 0)
+      return cm_error_set(err, errno, "mounts[%zu] %s: stat the source", i, m->destination);
+    if ((st.st_uid == 0 || st.st_gid == 0) && !S_ISDIR(st.st_mode)) {
+      /* A file of host root's (an engine's /etc/hosts, resolv.conf, hostname): bound read-only,
+       * through the container's own mapping. Writable, the job's root could make it a setuid
+       * program of host root's; read-only it can change neither its bytes nor its mode. */
+      cm_debug("mounts[%zu] %s: a file of host root's: bound read-only under the ci profile", i, m->destination);
+      return idmap_clone(src, container_ns, 0, flags | MS_RDONLY, m->clear_flags & ~MS_RDONLY, m->recursive_readonly,
+                         NULL, err);
+    }
+    struct statfs sfs;
+    struct statvfs svfs;
+    if ((st.st_uid == 0 || st.st_gid == 0) && fstatfs(src, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC &&
+        fstatvfs(src, &svfs) == 0 && (svfs.f_flag & ST_NOSUID)) {
+      /* A tmpfs the engine made nosuid (Docker's /dev/shm): it exists only under that mount,
+       * where setuid bits and file capabilities mean nothing, and it goes with the container. */
+      cm_debug("mounts[%zu] %s: a nosuid tmpfs of host root's: idmapped through the container's mapping", i,
+               m->destination);
+      return idmap_clone(src, container_ns, tree, flags, m->clear_flags, m->recursive_readonly, NULL, err);
+    }
+    if (st.st_uid == 0 || st.st_gid == 0)
+      return cm_error_set(err, EPERM,
+                          "mounts[%zu] %s: a writable bind of %s, owned by host root (uid %u, gid %u): the job's "
+                          "root would write there as host root (a setuid program it leaves would be host root's); "
+                          "chown the directory to an unprivileged user (e.g. the runner's), or bind it read-only "
+                          "or :cow",
+                          i, m->destination, m->source ? m->source : "?", (unsigned)st.st_uid, (unsigned)st.st_gid);
+    const struct spec_id_mapping *ru = NULL, *rg = NULL;
+    for (size_t k = 0; k < s->linux_.n_uid_mappings; k++)
+      if (s->linux_.uid_mappings[k].container_id == 0)
+        ru = &s->linux_.uid_mappings[k];
+    for (size_t k = 0; k < s->linux_.n_gid_mappings; k++)
+      if (s->linux_.gid_mappings[k].container_id == 0)
+        rg = &s->linux_.gid_mappings[k];
+    if (ru == NULL || rg == NULL)
+      return cm_error_set(err, EINVAL, "mounts[%zu] %s: the container's root is not mapped", i, m->destination);
+    /* The mount's idmapping: on-disk owner -> the container root's host id. */
+    struct spec_id_mapping um = {(uint32_t)st.st_uid, ru->host_id, 1}, gm = {(uint32_t)st.st_gid, rg->host_id, 1};
+    ns = userns_open_with_mappings(&um, 1, &gm, 1, err);
+    if (ns < 0)
+      return -1;
+    return idmap_clone(src, ns, tree, flags, m->clear_flags, m->recursive_readonly, NULL, err);
+  }
   if (own_maps && (!same_maps(m->uid_mappings, m->n_uid_mappings, s->linux_.uid_mappings, s->linux_.n_uid_mappings) ||
                    !same_maps(m->gid_mappings, m->n_gid_mappings, s->linux_.gid_mappings, s->linux_.n_gid_mappings))) {
     ns = userns_open_with_mappings(m->uid_mappings, m->n_uid_mappings, m->gid_mappings, m->n_gid_mappings, err);
@@ -365,7 +418,10 @@ static int rootfs_mount_fd(const struct userns_setup *u, const struct spec *s, c
     /* Docker's (or codemode-run --ephemeral's) overlay: rebuilt over its layers, idmapped (its
      * upper one read-only, as a lower), and a throwaway upper layer of the range's own: the mount
      * points init makes land there, and so do the writes of a root that is not read-only. */
-    int fd = idmap_overlay(&layers, container_ns, u->range.uid, u->range.gid, "256m", err);
+    char size[32] = "256m";
+    if (s->hardening.root_upper_size)
+      snprintf(size, sizeof(size), "%" PRIu64, s->hardening.root_upper_size);
+    int fd = idmap_overlay(&layers, container_ns, u->range.uid, u->range.gid, size, err);
     overlay_layers_free(&layers);
     if (fd < 0)
       return cm_error_prefix(err, "rootfs %s (an overlay mount)", rootfs);

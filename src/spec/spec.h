@@ -58,6 +58,11 @@ struct spec_mount {
    * overlay's writes go to a throwaway upper layer, SRC is never mounted writable). The profile
    * then accepts a SRC inside the invoking user's own home even where that home is /root. */
   bool cow_lower;
+  /* Never from JSON (policy/'s ci profile, as root): a writable bind idmapped so that the
+   * container's root writes as the source directory's owner, never as host root (a setuid
+   * program or file capability it plants there would otherwise be host root's); refused when
+   * that owner is host root (runtime/userns_setup.c). */
+  bool idmap_to_owner;
 };
 
 struct spec_rlimit {
@@ -324,6 +329,10 @@ struct spec_linux {
    * mcp profiles, and by the runtime for a non-root caller): a host range allocated per
    * container when root (runtime/idrange.h), the caller's own ids otherwise. */
   bool userns_auto;
+  /* Not from JSON (policy/'s ci profile): with userns_auto as root, how many consecutive
+   * IDRANGE_SIZE slots the container's range spans (0: one). More than one leaves room for the
+   * user namespaces a CI job nests inside its own (a build user's /etc/subuid range). */
+  uint32_t userns_auto_slots;
   /* Not from JSON (policy/): a root runtime creates the config's own user namespace from the
    * host uid its container root maps to, not as root (per-uid budgets, linux/userns.h). */
   bool userns_create_as_mapped_root;
@@ -339,6 +348,10 @@ struct spec_hardening {
   /* Every bind source, overlay layer and the root are judged on the fd that is mounted
    * (linux/mount_source.h); binds are never recursive. */
   bool check_mount_sources;
+  /* The size of the throwaway upper layer of an overlay root re-assembled over idmapped layers
+   * (runtime/userns_setup.c), in bytes; 0: 256 MiB. Its pages are charged to the container's
+   * memory cgroup. */
+  uint64_t root_upper_size;
 };
 
 struct spec {

@@ -117,6 +117,53 @@ int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *
   return 0;
 }
 
+/* --profile ci --host: the host's podman, buildah and crun find a configuration that works in a
+ * job (nothing of the host's /etc/containers is taken: its registries' credentials and mirrors
+ * are the host's). cgroups disabled: the job's cgroup is the host's to manage, read-only to the
+ * job, and every nested container stays within its limits; storage on the job's
+ * /var/lib/containers tmpfs (policy/profile_ci.c), where native overlay works in a user
+ * namespace; local images (podman load) accepted without a signature, as Debian's default. */
+static const struct {
+  const char *name, *text;
+} ci_containers_files[] = {
+    {"containers.conf", "# made by codemode-run --profile ci --host\n"
+                        "[containers]\ncgroups = \"disabled\"\n\n"
+                        "[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nruntime = \"crun\"\n"},
+    {"storage.conf", "# made by codemode-run --profile ci --host\n"
+                     "[storage]\ndriver = \"overlay\"\nrunroot = \"/run/containers/storage\"\n"
+                     "graphroot = \"/var/lib/containers/storage\"\n"},
+    {"policy.json", "{\"default\": [{\"type\": \"insecureAcceptAnything\"}]}\n"},
+    {"registries.conf", "# made by codemode-run --profile ci --host: no search registries\nunqualified-search-registries = []\n"},
+};
+
+int run_host_ci_containers(struct cleanup_plan *plan, struct cm_error **err) {
+  /* podman, crun and buildah write under /run and /var/tmp (in the job's writable root). */
+  static const struct {
+    const char *path;
+    mode_t mode;
+  } dirs[] = {{"run", 0755}, {"var", 0755}, {"var/tmp", 01777}, {"var/lib", 0755}};
+  for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+    char d[PATH_MAX];
+    snprintf(d, sizeof(d), "%s/hostroot/%s", plan->ephemeral_dir, dirs[i].path);
+    if ((mkdir(d, dirs[i].mode) < 0 && errno != EEXIST) || chmod(d, dirs[i].mode) < 0)
+      return cm_error_set(err, errno, "--host: mkdir %s", d);
+  }
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof(dir), "%s/hostroot/etc/containers", plan->ephemeral_dir);
+  if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+    return cm_error_set(err, errno, "--host: mkdir %s", dir);
+  for (size_t i = 0; i < sizeof(ci_containers_files) / sizeof(ci_containers_files[0]); i++) {
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/%s", dir, ci_containers_files[i].name);
+    cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    size_t len = strlen(ci_containers_files[i].text);
+    if (fd < 0 || write(fd, ci_containers_files[i].text, len) != (ssize_t)len)
+      return cm_error_set(err, errno, "--host: write %s", path);
+  }
+  return 0;
+}
+
+
 /* Package runners that ask their registry before they start what is already in their cache:
  * in a container that may reach no host, npx waited ~73 s for the registry before the server
  * answered (issue 29; measured ~1.6 s offline). The variable that makes each use its cache

@@ -159,11 +159,11 @@ int run_observe_prepare(struct run_observe *r, struct run_options *o, struct spe
   bool learning = r->learning, auditing = r->auditing;
   /* The learned policy is written for, and stacked on, the mcp profile: learning under less
    * would record what mcp refuses anyway, applying it under less would be looser than mcp. */
-  if ((learning || o->policy) && profile == POLICY_PROFILE_DEFAULT)
+  if ((learning || o->policy) && profile < POLICY_PROFILE_MCP_AUDIT)
     return cm_error_set(err, 0,
                         "%s: needs the mcp profile (the learned policy is stacked on it, never instead of "
-                        "it): drop --profile default",
-                        learning ? "--learn" : "--policy");
+                        "it): drop --profile %s",
+                        learning ? "--learn" : "--policy", policy_profile_name(profile));
   r->source = describe_source(o, bundle);
   if (auditing) {
     if (o->audit_log) {

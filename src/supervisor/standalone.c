@@ -133,8 +133,20 @@ int supervisor_run_standalone(struct run_options *o) {
   enum policy_profile profile;
   if (run_observe_load(o, &observe, &err) < 0)
     goto out_err;
-  if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
-      policy_apply(s, profile, bundle, &pol, &err) < 0 || policy_apply_egress(s, &o->egress, &pol, &err) < 0)
+  if (policy_effective_profile(s, o->profile, &profile, &err) < 0)
+    goto out_err;
+  if (profile == POLICY_PROFILE_CI) {
+    /* The profile's filter is ci.json in place of the config's (policy/profile_ci.c). */
+    if (o->seccomp) {
+      cm_error_set(&err, 0, "--seccomp %s: under --profile ci the filter is ci.json (codemode-profiles(5)); drop "
+                   "--seccomp", o->seccomp);
+      goto out_err;
+    }
+    /* A job's root is writable and thrown away: the --ephemeral overlay (an image's rootfs in
+     * the store gets its throwaway upper layer, now writable). */
+    o->ephemeral = true;
+  }
+  if (policy_apply(s, profile, bundle, &pol, &err) < 0 || policy_apply_egress(s, &o->egress, &pol, &err) < 0)
     goto out_err;
   /* Writes land in the throwaway upper layer: the rootfs on disk stays as it was. */
   if (o->ephemeral)
@@ -180,6 +192,8 @@ int supervisor_run_standalone(struct run_options *o) {
     goto out;
   }
   if ((o->host && run_host_root(s, config_mounts, &plan, &err) < 0) || run_spec_cow_mounts(s, o, &plan, &err) < 0)
+    goto out_err;
+  if (o->host && profile == POLICY_PROFILE_CI && run_host_ci_containers(&plan, &err) < 0)
     goto out_err;
   /* Those mounts are ours, made after the profile: the Landlock layer learns them (the rights
    * of every mount as it now is; the profile's are unchanged by this). */

@@ -140,6 +140,8 @@ int run_host_make_root(struct cleanup_plan *plan, char *root, size_t size, struc
 int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *plan, struct cm_error **err);
 /* npx/npm/uvx/uv in a container that may reach no host: their offline switch set (run_host.c). */
 void run_host_process(struct spec *s, const struct run_options *o);
+/* --profile ci --host: /etc/containers for the host's podman and buildah inside the job. */
+int run_host_ci_containers(struct cleanup_plan *plan, struct cm_error **err);
 
 /* run_init.c: the container's pid 1 is codemode-init (fd 3, a sealed memfd), the server its
  * child; *preserve_fds becomes 1. */

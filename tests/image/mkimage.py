@@ -3,7 +3,7 @@
 tar entry (hostile layers included), as an OCI image layout (OUT is a directory) or a
 `docker save` archive (OUT ends in .tar).
 
-SPEC: {"images": [{"tag": "t", "platforms": [{"arch": "amd64", "layers": [LAYER…], "config": {…}}]}],
+SPEC: {"images": [{"tag": "t", "platforms": [{"arch": "amd64", "layers": [LAYER…], "config": {…}, "history": […]}]}],
        "format": "oci" | "docker-archive", "gzip": true}
 LAYER: a list of entries {"name": …, "type": "file|dir|symlink|hardlink|char|block|fifo",
        "data": "text", "size": N (random bytes; with "zeros": true, N zero bytes streamed, so
@@ -116,6 +116,8 @@ def build_platform(blobs, plat, use_gzip):
         layers.append(dict(blobs.add(body), mediaType=MT_LAYER + ("+gzip" if use_gzip else "")))
     config = {"architecture": plat.get("arch", "amd64"), "os": "linux", "created": "2026-01-01T00:00:00Z",
               "config": plat.get("config", {}), "rootfs": {"type": "layers", "diff_ids": diff_ids}}
+    if "history" in plat:  # one entry per layer, as builders write it (podman build reads it)
+        config["history"] = plat["history"]
     cdesc = dict(blobs.add(json.dumps(config).encode()), mediaType=MT_CONFIG)
     manifest = {"schemaVersion": 2, "mediaType": MT_MANIFEST, "config": cdesc, "layers": layers}
     mdesc = dict(blobs.add(json.dumps(manifest).encode()), mediaType=MT_MANIFEST)

@@ -29,6 +29,24 @@ cm_as() {
   [ "${lines[0]}" = "profile: default" ]
 }
 
+@test "codemode-ci: the name selects ci (docker run --runtime=codemode-ci); --profile mcp raises it, default does not lower it" {
+  run cm_as codemode-ci policy explain -b "$BUNDLE"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "profile: ci" ]
+  [[ "$output" == *"ci.json"* ]]
+  run cm_as codemode-ci --profile default policy explain -b "$BUNDLE"
+  [ "${lines[0]}" = "profile: ci" ]
+  run cm_as codemode-ci --profile mcp policy explain -b "$BUNDLE"
+  [ "${lines[0]}" = "profile: mcp" ]
+  # A read-only root (codemode's CLI on a plain bundle): the job runs, root in its own range.
+  set_cfg '.root.readonly = true'
+  set_args sh -c 'cat /proc/self/uid_map; echo x >/tmp/t && echo tmp-writable'
+  run cm_as codemode-ci run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [[ "$output" =~ \ 0\ +[1-9][0-9]*\ +1048576 ]]
+  [[ "$output" == *tmp-writable* ]]
+}
+
 @test "codemode-mcp: --profile can raise the floor, never lower it" {
   run cm_as codemode-mcp --profile default policy explain -b "$BUNDLE"
   [ "$status" -eq 0 ]

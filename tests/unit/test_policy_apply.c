@@ -516,6 +516,127 @@ static void test_mcp_pod_network_namespace_is_loopback_only(void **state) {
   expect_refused("\"namespaces\":[{\"type\":\"network\"},{\"type\":\"mount\"}]", NULL, "hostPID");
 }
 
+/* ci: the job gets a build's capabilities, a 16-slot user namespace, ci.json in place of the
+ * config's filter, a writable /proc/sys, the unified cgroup view, writable binds idmapped to
+ * their owner, build-sized limits; the host-facing masks, devices and sysctls as under mcp. */
+static void test_ci_gives_a_build_inside_the_userns(void **state) {
+  char dir[] = "/tmp/cm-unit-ci.XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char mounts[512];
+  snprintf(mounts, sizeof(mounts),
+           "{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup\",\"source\":\"cgroup\",\"options\":[\"ro\"]},"
+           "{\"destination\":\"/ws\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"rbind\",\"rw\"]},"
+           "{\"destination\":\"/ro\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"bind\",\"ro\"]}",
+           dir, dir);
+  char *json = config_json("1024", "1024", NULL, NULL, mounts);
+  struct spec *s = load(json);
+  s->linux_.seccomp.present = true; /* a caller's filter: replaced */
+  struct policy_result r;
+  apply_ok(s, POLICY_PROFILE_CI, &r);
+  const struct spec_linux *l = &s->linux_;
+  assert_true(l->namespaces[SPEC_NS_USER].present);
+  assert_true(l->userns_auto);
+  assert_int_equal(l->userns_auto_slots, 16);
+  const struct spec_capabilities *c = &s->process->capabilities;
+  assert_true(c->bounding >> CAP_SYS_ADMIN & 1);
+  assert_true(c->effective >> CAP_SYS_ADMIN & 1);
+  assert_true(c->bounding >> CAP_SYS_PTRACE & 1);
+  assert_true(c->bounding >> CAP_SETUID & 1);
+  assert_false(c->bounding >> CAP_SYS_MODULE & 1);
+  assert_false(c->bounding >> CAP_SYS_RAWIO & 1);
+  assert_false(c->bounding >> CAP_BPF & 1);
+  assert_int_equal(c->inheritable | c->ambient, 0);
+  assert_false(s->process->no_new_privileges);
+  assert_int_equal(rlimit(s, RLIMIT_CORE)->hard, 0);
+  assert_false(strv_has(&l->readonly_paths, "/proc/sys"));
+  assert_true(strv_has(&l->readonly_paths, "/proc/sysrq-trigger"));
+  assert_true(strv_has(&l->masked_paths, "/proc/kcore"));
+  assert_true(l->seccomp.present);
+  assert_true(report_mentions(&r, "ci.json replaces the config's filter"));
+  assert_false(r.stacked_seccomp.present);
+  assert_false(r.landlock.present);
+  assert_string_equal(mount_at(s, "/sys/fs/cgroup")->type, "cgroup2");
+  assert_true(mount_at(s, "/ws")->idmap_to_owner);
+  assert_false(mount_at(s, "/ro")->idmap_to_owner);
+  assert_non_null(mount_at(s, "/var/lib/containers"));
+  assert_int_equal(l->resources.memory.limit.value, 4LL << 30);
+  assert_int_equal(l->resources.pids_limit, 4096);
+  assert_int_equal(s->hardening.root_upper_size, 4ULL << 30);
+  assert_int_equal(l->sysctl.count, 0);
+  assert_int_equal(l->n_devices, 1); /* /dev/null kept, tun removed */
+  assert_true(s->hardening.check_mount_sources);
+  policy_result_free(&r);
+  spec_free(s);
+  free(json);
+
+  /* Explicit limits are the caller's; unlimited ones get the defaults. */
+  json = config_json("1024", "1024", "\"memory\":{\"limit\":8589934592},\"pids\":{\"limit\":10000}", NULL, NULL);
+  s = load(json);
+  apply_ok(s, POLICY_PROFILE_CI, &r);
+  assert_int_equal(s->linux_.resources.memory.limit.value, 8LL << 30);
+  assert_int_equal(s->linux_.resources.pids_limit, 10000);
+  policy_result_free(&r);
+  spec_free(s);
+  free(json);
+
+  /* The host's network namespace is refused, naming the profile. */
+  json = config_json("1024", "1024", NULL,
+                     "\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},{\"type\":\"mount\"}]", NULL);
+  s = load(json);
+  char *msg = apply_fails(s, POLICY_PROFILE_CI);
+  assert_non_null(strstr(msg, "the ci profile"));
+  free(msg);
+  spec_free(s);
+  free(json);
+  rmdir(dir);
+}
+
+/* ci sits between default and mcp: an annotation may raise ci to mcp, a ci annotation raises
+ * default to ci; exec and update of a ci container follow its rules. */
+static void test_ci_order_exec_update(void **state) {
+  struct cm_error *err = NULL;
+  enum policy_profile p;
+  static const char annotated[] =
+      "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"rootfs\"},"
+      "\"process\":{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"sh\"],\"cwd\":\"/\"},"
+      "\"annotations\":{\"run.codemode.profile\":\"%s\"}}";
+  char buf[256];
+  snprintf(buf, sizeof(buf), annotated, "mcp");
+  struct spec *s = load(buf);
+  assert_int_equal(policy_effective_profile(s, "ci", &p, &err), 0);
+  assert_int_equal(p, POLICY_PROFILE_MCP);
+  spec_free(s);
+  snprintf(buf, sizeof(buf), annotated, "ci");
+  s = load(buf);
+  assert_int_equal(policy_effective_profile(s, "default", &p, &err), 0);
+  assert_int_equal(p, POLICY_PROFILE_CI);
+  assert_int_equal(policy_effective_profile(s, "mcp", &p, &err), 0);
+  assert_int_equal(p, POLICY_PROFILE_MCP);
+  spec_free(s);
+
+  struct policy_result r;
+  struct spec_process *proc = exec_process();
+  assert_int_equal(policy_apply_exec(NULL, "ci", proc, &r, &err), 0);
+  assert_int_equal(r.profile, POLICY_PROFILE_CI);
+  assert_true(proc->capabilities.bounding >> CAP_SYS_ADMIN & 1);
+  assert_int_equal(proc->capabilities.inheritable, 0);
+  assert_true(r.stacked_seccomp.present);
+  policy_result_free(&r);
+  spec_process_free(proc);
+
+  struct spec_resources res = {0};
+  struct policy_report report = {0};
+  res.memory.limit = (struct spec_opt_i64){true, -1};
+  assert_int_equal(policy_apply_update(NULL, "ci", &res, &report, &err), -1);
+  assert_non_null(strstr(err->msg, "never unlimited"));
+  cm_error_free(err);
+  err = NULL;
+  res.memory.limit = (struct spec_opt_i64){true, 8LL << 30};
+  assert_int_equal(policy_apply_update(NULL, "ci", &res, &report, &err), 0);
+  assert_int_equal(res.memory.swap.value, 8LL << 30);
+  policy_report_free(&report);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_default_changes_nothing),
@@ -531,6 +652,8 @@ int main(void) {
       cmocka_unit_test(test_apply_exec),
       cmocka_unit_test(test_mcp_refuses_privileged_devices),
       cmocka_unit_test(test_mcp_pod_network_namespace_is_loopback_only),
+      cmocka_unit_test(test_ci_gives_a_build_inside_the_userns),
+      cmocka_unit_test(test_ci_order_exec_update),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -335,6 +335,86 @@ static int try_double_fork(void) {
   printf("left a daemon behind\n");
   return 0;
 }
+/* --profile ci (ci_escape.bats): host-facing files, opened for writing only (nothing written, so
+ * even a failure of the test changes nothing on the host). */
+static int try_open_write(const char *path) {
+  int fd = open(path, O_WRONLY);
+  if (fd >= 0) {
+    close(fd);
+    return escaped(path);
+  }
+  return contained(path, strerror(errno));
+}
+static int try_read(const char *path) {
+  char buf[64];
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    return contained(path, strerror(errno));
+  ssize_t n = read(fd, buf, sizeof(buf));
+  close(fd);
+  return n > 0 ? escaped(path) : contained(path, "empty");
+}
+/* The nested-runtime path: a mount and pid namespace of the job's own (with "user": a user
+ * namespace too, full capabilities there), a fresh procfs, and through it the host's kernel
+ * settings. In a nested user namespace the kernel refuses the procfs while the job's /proc has
+ * masked paths (they are locked there and hide parts of it): contained either way. */
+static int try_nested_proc(const char *arg) {
+  int flags = CLONE_NEWNS | CLONE_NEWPID | (strcmp(arg, "user") == 0 ? CLONE_NEWUSER : 0);
+  pid_t p = fork();
+  if (p == 0) {
+    if (unshare(flags) < 0) {
+      printf("unshare: %s\n", strerror(errno));
+      _exit(2);
+    }
+    pid_t c = fork();
+    if (c == 0) {
+      mkdir("/tmp/nested-proc", 0755);
+      if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        printf("make / private: %s\n", strerror(errno));
+        _exit(2);
+      }
+      if (mount("proc", "/tmp/nested-proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        _exit(contained("nested procfs", strerror(errno)));
+      printf("nested procfs mounted\n");
+      static const char *const files[] = {"/tmp/nested-proc/sys/kernel/core_pattern", "/tmp/nested-proc/sysrq-trigger",
+                                          "/tmp/nested-proc/sys/kernel/modprobe", "/tmp/nested-proc/sys/vm/drop_caches"};
+      int r = 0;
+      for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+        r |= try_open_write(files[i]);
+      _exit(r);
+    }
+    int st;
+    waitpid(c, &st, 0);
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 2);
+  }
+  int st;
+  waitpid(p, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+}
+/* A host process carrying TOKEN in its command line must be invisible (and so unsignalable). */
+static int try_host_procs(const char *token) {
+  char path[64], buf[4096];
+  int seen = 0;
+  for (int pid = 1; pid < 4194304 && seen < 100000; pid++) {
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+      continue;
+    seen++;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n; i++)
+      if (buf[i] == '\0')
+        buf[i] = ' ';
+    if (n > 0 && (buf[n] = '\0', strstr(buf, token)) && !strstr(buf, "host_procs")) {
+      printf("pid %d: %s\n", pid, buf);
+      return escaped("a host process is visible");
+    }
+  }
+  printf("%d processes visible\n", seen);
+  return contained("host processes", "not in the job's pid namespace");
+}
+
 static int try_ignore_term(void) {
   signal(SIGTERM, SIG_IGN);
   for (int i = 0; i < 120; i++)
@@ -393,6 +473,10 @@ int main(int argc, char **argv) {
   if (!strcmp(a, "loopback")) return try_loopback();
   if (!strcmp(a, "double_fork")) return try_double_fork();
   if (!strcmp(a, "ignore_term")) return try_ignore_term();
+  if (!strcmp(a, "open_write")) return try_open_write(arg);
+  if (!strcmp(a, "read")) return try_read(arg);
+  if (!strcmp(a, "nested_proc")) return try_nested_proc(arg);
+  if (!strcmp(a, "host_procs")) return try_host_procs(arg);
   fprintf(stderr, "payload: unknown attempt %s\n", a);
   return 2;
 }

@@ -1,0 +1,224 @@
+#!/usr/bin/env bats
+# Real CI jobs under `codemode-run --profile ci --host` as root: the host's podman (Debian's
+# 4.3.1 with crun) nested in the job, the job's end leaving nothing (exit, --timeout,
+# codemode-run SIGKILLed), two jobs at once kept apart, and a real C build (codemode's own) as
+# the job's root and as a normal user of the job.
+
+load ../lib/helpers
+
+setup_file() {
+  cm_setup_file
+  export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
+  # The test image, as `docker save` writes it: the template's busybox rootfs, one layer with
+  # its history entry (podman build counts them).
+  export IMG=$BATS_FILE_TMPDIR/img.tar
+  cat >"$BATS_FILE_TMPDIR/img.json" <<JSON
+{"format": "docker-archive", "images": [{"tag": "bb", "platforms": [{"arch": "amd64",
+  "layers": [[{"from_dir": "$CM_TEMPLATE/rootfs"}]], "config": {"Cmd": ["sh"]},
+  "history": [{"created": "2026-01-01T00:00:00Z", "created_by": "busybox rootfs"}]}]}]}
+JSON
+  python3 "$CM_REPO/tests/image/mkimage.py" "$BATS_FILE_TMPDIR/img.json" "$IMG"
+}
+
+setup() {
+  cm_setup
+  # The job's workspace: owned by an unprivileged user (the profile refuses a writable bind of
+  # host root's, whose setuid files would be root's), under /tmp (binds from /dev are refused).
+  WS=$(mktemp -d /tmp/cm-ci-ws.XXXXXX)
+  cp "$IMG" "$WS/img.tar"
+  printf 'FROM localhost/test/bb:latest\nRUN echo built-in-job >/built\nCMD ["cat", "/built"]\n' >"$WS/Containerfile"
+  chown -R 65534:65534 "$WS"
+}
+
+teardown() {
+  rm -rf --one-file-system "$WS"
+  cm_teardown
+}
+
+# job [codemode-run options…] -- CMD…: a ci job from the host's /usr, the workspace at /ws.
+job() {
+  local opts=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  status=0
+  timeout --kill-after=10 "${CM_CI_JOB_TIMEOUT:-600}" "$CODEMODE_RUN" --root "$ROOT" --id "${JOB_ID:-$CID}" --profile ci \
+    --host --mount "$WS:/ws:rw" --cwd /ws --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" "${opts[@]}" -- "$@" \
+    </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# job status $status: $output" >&3
+}
+
+# range_processes START: host pids whose uid is in the job's 1048576-id range from START and that
+# are the job's: in its cgroup (named after its id; nested containers run with cgroups disabled,
+# so they stay there) or carrying its token. Once the job is gone its range is free, and another
+# container on this machine (another suite's) may hold it by then: its processes are not ours.
+range_processes() {
+  local f uid
+  for f in /proc/[0-9]*; do
+    uid=$(awk '/^Uid:/ {print $2}' "$f/status" 2>/dev/null) || continue
+    [ -n "$uid" ] && [ "$uid" -ge "$1" ] && [ "$uid" -lt $(($1 + 1048576)) ] || continue
+    grep -qF -- "$CID" "$f/cgroup" 2>/dev/null || is_test_process "${f#/proc/}" "$CM_TEST_TOKEN:$CID" || continue
+    echo "${f#/proc/}"
+  done
+  return 0
+}
+
+# nothing_left START: the job and everything it started are gone: no process of its range, no
+# state directory, no host-range registration naming it, no nested storage mount on the host.
+nothing_left() {
+  local start=$1 i
+  for i in $(seq 1 40); do
+    [ -z "$(range_processes "$start")" ] && [ -z "$(ls -A "$ROOT")" ] && break
+    sleep 0.5
+  done
+  [ -z "$(range_processes "$start")" ]
+  [ -z "$(ls -A "$ROOT")" ]
+  ! grep -rqs "$ROOT" /run/codemode-userns
+  ! grep -q "containers/storage" /proc/self/mountinfo
+  [ -z "$(test_processes "$CM_TEST_TOKEN:$CID")" ]
+}
+
+# The first host uid of the job's range, from the uid_map the job wrote to the workspace.
+range_start() { awk 'NR == 1 {print $2}' "$WS/uid_map"; }
+
+@test "ci: nested podman in the job: load, run --network none, build with a RUN step" {
+  job -- sh -c 'cat /proc/self/uid_map >uid_map
+    podman load -i img.tar && podman images
+    podman run --rm --network none localhost/test/bb:latest echo nested-ok
+    podman build -t localhost/built -f Containerfile . && podman run --rm --network none localhost/built'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"Loaded image: localhost/test/bb:latest"* ]]
+  [[ "$output" == *nested-ok* ]]
+  [[ "$output" == *built-in-job* ]]
+  nothing_left "$(range_start)"
+}
+
+@test "ci: a nested container left running is gone when the job exits" {
+  job -- sh -c 'cat /proc/self/uid_map >uid_map
+    podman load -q -i img.tar >/dev/null
+    podman run -d --network none localhost/test/bb:latest sleep 1000
+    podman ps --format "{{.Status}}" | grep -q Up && echo nested-running'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *nested-running* ]]
+  nothing_left "$(range_start)"
+}
+
+@test "ci: --timeout ends the job and its nested containers (124), nothing left" {
+  job --timeout 20 --grace 1 -- sh -c 'cat /proc/self/uid_map >uid_map
+    podman load -q -i img.tar >/dev/null
+    podman run -d --network none localhost/test/bb:latest sleep 1000 >/dev/null && echo nested-running
+    trap "" TERM; sleep 1000'
+  [ "$status" -eq 124 ]
+  [[ "$output" == *nested-running* ]]
+  nothing_left "$(range_start)"
+}
+
+@test "ci: codemode-run SIGKILLed mid-job: its watcher removes the job and its nested containers" {
+  "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --host --mount "$WS:/ws:rw" --cwd /ws \
+    --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" -- sh -c 'cat /proc/self/uid_map >uid_map
+      podman load -q -i img.tar >/dev/null
+      podman run -d --network none localhost/test/bb:latest sleep 1000 >/dev/null && touch ready
+      sleep 1000' </dev/null >"$TEST_DIR/out" 2>&1 3>&- &
+  local pid=$!
+  bg_track $pid
+  wait_file "$WS/ready" 120
+  [ -n "$(range_processes "$(range_start)")" ]
+  kill -KILL $pid
+  nothing_left "$(range_start)"
+}
+
+@test "ci: two concurrent jobs: different host ranges, and neither can see or signal the other" {
+  local token=cm-ci-a-$$-$RANDOM
+  JOB_ID=$CID-a job -- sh -c "cat /proc/self/uid_map >a.map; sh -c 'sleep 8; echo alive >a.done; : $token'" &
+  local a=$!
+  bg_track $a
+  wait_file "$WS/a.map" 60
+  # B kills everything it can signal (kill -1: every process but itself), then looks for A
+  # (the token from a file: in B's own command line it would find itself).
+  echo "$token" >"$WS/token"
+  JOB_ID=$CID-b job -- sh -c "cat /proc/self/uid_map >b.map; kill -KILL -1; grep -l -f token /proc/[0-9]*/cmdline && echo SEEN-A; true"
+  [ "$status" -eq 0 ]
+  [[ "$output" != *SEEN-A* ]]
+  wait $a
+  [ "$(cat "$WS/a.done")" = alive ]
+  local sa sb
+  sa=$(awk '{print $2}' "$WS/a.map")
+  sb=$(awk '{print $2}' "$WS/b.map")
+  [ "$sa" -ne "$sb" ]
+  # 1048576 ids each, no overlap.
+  [ $((sa > sb ? sa - sb : sb - sa)) -ge 1048576 ]
+}
+
+@test "ci: a real build: codemode's own make, as the job's root and as a normal user of the job" {
+  CM_CI_JOB_TIMEOUT=900 job --mount "$CM_REPO:/src:ro" -- sh -c '
+    set -e
+    mkdir /build && tar -C /src --exclude=./build --exclude=./.git --exclude="./tests/*/.work" -cf - . | tar -C /build -xf -
+    make -C /build -j2 build/codemode build/codemode-run >/dev/null
+    /build/build/codemode --version | head -1
+    /build/build/codemode-run --version | head -1
+    # a normal user of the job (the usual CI image user), its own build tree
+    mkdir /home-build && cp -a /build/src /build/Makefile /build/seccomp-profiles /home-build/
+    chown -R 1000:1000 /home-build
+    setpriv --reuid 1000 --regid 1000 --clear-groups env HOME=/home-build make -C /home-build -j2 build/codemode >/dev/null
+    setpriv --reuid 1000 --regid 1000 --clear-groups /home-build/build/codemode --version | head -1
+    stat -c "%u" /home-build/build/codemode'
+  [ "$status" -eq 0 ]
+  [ "$(grep -c "^codemode version" <<<"$output")" -eq 2 ]
+  [[ "$output" == *"codemode-run version"* ]]
+  [ "$(tail -1 <<<"$output")" = 1000 ]
+}
+
+@test "ci: an image job (--image): its root writable and thrown away, the image in the store unchanged" {
+  local store
+  store=$(mktemp -d /tmp/cm-ci-store.XXXXXX)
+  status=0
+  timeout 300 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --store "$store" --image "docker-archive:$IMG" \
+    --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" -- sh -c 'echo job >/etc/made && cat /etc/made && id -u' \
+    </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# $output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *$'job\n0'* ]]
+  ! grep -rqs "^job$" "$store" --include=made
+  [ -z "$(find "$store" -name made)" ]
+  rm -rf --one-file-system "$store"
+  [ -z "$(ls -A "$ROOT")" ]
+}
+
+@test "ci: podman inside an image (the host's podman, crun and conmon as a bundle with its own /etc/containers)" {
+  "$CM_REPO/tests/ci/make-podman-bundle.sh" "$TEST_DIR/podman-image"
+  chmod 0755 "$TEST_DIR"
+  status=0
+  timeout 300 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --mount "$WS:/ws:rw" --cwd /ws \
+    --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" "$TEST_DIR/podman-image" -- /bin/sh -c \
+    'cat /proc/self/uid_map >uid_map; podman load -q -i img.tar && podman run --rm --network none localhost/test/bb:latest echo nested-from-image' \
+    </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# $output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *nested-from-image* ]]
+  nothing_left "$(range_start)"
+}
+
+@test "ci: apt-get install in a Debian 12 image (sudo, from a local repository), then sudo and su to a normal user" {
+  local work=$CM_REPO/tests/ci/.work
+  [ -x "$work/debian/usr/bin/apt-get" ] && [ -s "$work/repo/Packages" ] || "$CM_REPO/tests/ci/deps.sh" >&2
+  status=0
+  timeout 600 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --rootfs "$work/debian" \
+    --mount "$work/repo:/repo:ro" --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" -- /bin/sh -c '
+      set -e
+      echo "deb [trusted=yes] file:/repo ./" >/etc/apt/sources.list
+      rm -f /etc/apt/sources.list.d/*
+      apt-get -qq update && DEBIAN_FRONTEND=noninteractive apt-get -qq install -y sudo >/dev/null
+      stat -c "%a %U" /usr/bin/sudo
+      useradd -m builder && echo "builder ALL=(ALL) NOPASSWD: ALL" >/etc/sudoers.d/builder
+      su builder -c "id -un; sudo -n id -u 2>/dev/null"' </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# $output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"4755 root"* ]] # dpkg set the setuid bit, in the job's throwaway root
+  [[ "$output" == *$'builder\n0'* ]] # su to the user, sudo back to the job's root
+  # The cached rootfs is never written: the job's changes were in its throwaway upper layer.
+  [ ! -e "$work/debian/usr/bin/sudo" ]
+  [ -z "$(ls -A "$ROOT")" ]
+}

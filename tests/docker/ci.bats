@@ -1,0 +1,66 @@
+#!/usr/bin/env bats
+# Docker with codemode registered as runtimeArgs ["--profile=ci"] (issue 26): `docker run
+# --runtime=codemode-ci`. Docker sends its own config (its default capabilities and seccomp
+# filter, an overlay rootfs it mounted, its /etc/hosts, resolv.conf and hostname binds, a /dev/shm
+# tmpfs); the profile gives the job its user namespace and capabilities, ci.json, a throwaway
+# upper layer over idmapped layers. A private dockerd (dockerd.bash), its own for this file.
+
+CM_REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+export CM_REPO
+: "${CODEMODE:=$CM_REPO/build/codemode}"
+export CODEMODE
+DK_RUNTIME_ARGS='["--profile=ci"]'
+. "$BATS_TEST_DIRNAME/dockerd.bash"
+
+bats_require_minimum_version 1.5.0
+
+IMG=cm-busybox
+
+setup_file() { dockerd_setup_file cm-dkci; }
+
+teardown_file() { dockerd_teardown_file; }
+
+setup() {
+  HOST_DIR=$(mktemp -d "$DK_DIR/case.XXXXXX")
+}
+
+teardown() {
+  local ids
+  ids=$(docker ps -aq 2>/dev/null)
+  # shellcheck disable=SC2086 # one word per id
+  [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
+  rm -rf "$HOST_DIR"
+}
+
+@test "docker --profile=ci: root in its own 1048576-id range with CAP_SYS_ADMIN; a writable throwaway root" {
+  run dk run --rm --runtime=codemode-args --network none "$IMG" sh -c \
+    'cat /proc/self/uid_map; grep CapEff /proc/self/status; echo x >/made && cat /made
+     mkdir /tmp/m && mount -t tmpfs none /tmp/m && echo mounted
+     unshare -m -p -f --mount-proc true && echo nested-ns-ok
+     echo 1 >/proc/sys/kernel/core_pattern 2>&1 || echo core_pattern-refused
+     echo x >/etc/hosts 2>&1 || echo hosts-read-only'
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  local u n
+  read -r _ u n <<<"${lines[0]}"
+  [ "$u" -ge 65536 ]
+  [ "$n" = 1048576 ]
+  [ "$(( 0x$(awk '{print $2}' <<<"${lines[1]}") >> 21 & 1 ))" = 1 ] # CAP_SYS_ADMIN
+  [[ "$output" == *$'\nx\n'* ]]
+  [[ "$output" == *mounted* ]]
+  [[ "$output" == *nested-ns-ok* ]]
+  [[ "$output" == *core_pattern-refused* ]]
+  [[ "$output" == *hosts-read-only* ]]
+}
+
+@test "docker --profile=ci: a volume of host root's is refused; one of an unprivileged owner is written as it" {
+  run dk run --rm --runtime=codemode-args --network none -v "$HOST_DIR:/data" "$IMG" true
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"owned by host root"* ]]
+  chown 65534:65534 "$HOST_DIR"
+  run dk run --rm --runtime=codemode-args --network none -v "$HOST_DIR:/data" "$IMG" sh -c \
+    'cp /bin/busybox /data/s && chmod 4755 /data/s && echo done'
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [ "$(stat -c %u "$HOST_DIR/s")" = 65534 ]
+}
