@@ -157,7 +157,7 @@ range_start() { awk 'NR == 1 {print $2}' "$WS/uid_map"; }
     /build/build/codemode --version | head -1
     /build/build/codemode-run --version | head -1
     # a normal user of the job (the usual CI image user), its own build tree
-    mkdir /home-build && cp -a /build/src /build/Makefile /build/seccomp-profiles /home-build/
+    mkdir /home-build && cp -a /build/src /build/Makefile /build/seccomp-profiles /build/scripts /home-build/
     chown -R 1000:1000 /home-build
     setpriv --reuid 1000 --regid 1000 --clear-groups env HOME=/home-build make -C /home-build -j2 build/codemode >/dev/null
     setpriv --reuid 1000 --regid 1000 --clear-groups /home-build/build/codemode --version | head -1
