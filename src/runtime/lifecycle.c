@@ -405,6 +405,7 @@ int runtime_list(const struct runtime_context *ctx, struct container_summary **o
     s->pid = o.status == STATUS_STOPPED ? 0 : o.st.pid;
     s->status = strdup(container_status_name(o.status));
     s->bundle = strdup(o.st.bundle ? o.st.bundle : "");
+    s->rootfs = strdup(o.st.rootfs ? o.st.rootfs : "");
     s->created = strdup(o.st.created ? o.st.created : "");
     s->owner = o.st.owner && *o.st.owner ? strdup(o.st.owner) : owner_of(o.dirfd);
     container_close(&o);
@@ -421,6 +422,7 @@ void container_summaries_free(struct container_summary *s, size_t n) {
     free(s[i].id);
     free(s[i].status);
     free(s[i].bundle);
+    free(s[i].rootfs);
     free(s[i].created);
     free(s[i].owner);
   }

@@ -78,7 +78,7 @@ int state_dir_create(const char *root, const char *id, struct cm_error **err) {
   }
   if (made < 0) {
     if (errno == EEXIST)
-      return cm_error_set(err, 0, "container with id exists: %s", id);
+      return cm_error_set(err, 0, "container with given ID already exists: \"%s\"", id);
     return cm_error_set(err, errno, "create state directory %s", dir);
   }
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -126,7 +126,7 @@ int state_dir_open(const char *root, const char *id, enum state_dir_access acces
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
-      return cm_error_set(err, 0, "container \"%s\" does not exist", id);
+      return cm_error_set(err, 0, "container does not exist: \"%s\"", id);
     return cm_error_set(err, errno, "open state directory %s", dir);
   }
   if (access == STATE_DIR_WRITE && lock_for_writing(fd, id, err) < 0) {
@@ -137,7 +137,7 @@ int state_dir_open(const char *root, const char *id, enum state_dir_access acces
   struct stat st;
   if (fstat(fd, &st) < 0 || st.st_nlink == 0) {
     close(fd);
-    return cm_error_set(err, 0, "container \"%s\" does not exist", id);
+    return cm_error_set(err, 0, "container does not exist: \"%s\"", id);
   }
   return fd;
 }

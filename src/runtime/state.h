@@ -47,7 +47,7 @@ int container_id_validate(const char *id, struct cm_error **err);
 
 /* <root>/<id>; malloc'd. */
 char *state_dir_path(const char *root, const char *id);
-/* mkdir <root> (0700) and <root>/<id>; EEXIST → "container with id exists: ID". Returns the dir fd. */
+/* mkdir <root> (0700) and <root>/<id>; EEXIST → "container with given ID already exists: \"ID\"" (runc's words, which engines match). Returns the dir fd. */
 int state_dir_create(const char *root, const char *id, struct cm_error **err);
 /* How a command opens an existing state dir. The rule that keeps commands from waiting on each
  * other forever: whoever holds the lock never waits, while holding it, for anything a container,

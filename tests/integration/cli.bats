@@ -81,9 +81,9 @@ load ../lib/helpers
   run --separate-stderr cm state nosuch
   [ "$status" -eq 1 ]
   [ -z "$output" ]
-  [[ "$stderr" == *"container "*"does not exist"* ]]
+  [[ "$stderr" == *"container does not exist"* ]]
   if codemode_part error-wording; then
-    [ "$stderr" = 'codemode: container "nosuch" does not exist' ]
+    [ "$stderr" = 'codemode: container does not exist: "nosuch"' ]
   fi
 }
 
@@ -93,9 +93,9 @@ load ../lib/helpers
     run --separate-stderr cm "$c" nosuch
     echo "command $c: $status: $stderr"
     [ "$status" -eq 1 ]
-    [[ "$stderr" == *"container "*"does not exist"* ]]
+    [[ "$stderr" == *"container does not exist"* ]]
     if codemode_part error-wording; then
-      [[ "$stderr" == *'container "nosuch" does not exist'* ]]
+      [[ "$stderr" == *'container does not exist: "nosuch"'* ]]
     fi
   done
 }
@@ -185,9 +185,9 @@ FEATURES_1_2_SHAPE='
   jq -e -s 'all(.[]; has("level") and has("msg") and has("time"))' "$log"
   # The last error line is what containerd-shim-runc-v2 shows the user.
   run jq -r -s '[.[] | select(.level == "error")] | last | .msg' "$log"
-  [[ "$output" == *"container "*"does not exist"* ]]
+  [[ "$output" == *"container does not exist"* ]]
   if codemode_part error-wording; then
-    [[ "$output" == *'container "nosuch" does not exist'* ]]
+    [[ "$output" == *'container does not exist: "nosuch"'* ]]
   fi
 }
 
