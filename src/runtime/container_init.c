@@ -513,21 +513,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
     fail(sync_fd, err);
 
   /* A NOTIFY filter's listener fd must reach linux.seccomp.listenerPath, and only the runtime
-   * that is with us now can send it: load the filters before READY, as runc does. The steps
-   * left (start fifo, startContainer hooks, the last steps) then run under them. */
+   * that is with us now can send it: the filters are loaded before READY (below), as runc does. */
   bool seccomp_early = c->seccomp && c->seccomp->notify;
-  if (seccomp_early) {
-    if (landlock_enforce(&ll, &err) < 0)
-      fail(sync_fd, err);
-    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
-      fail(sync_fd, err);
-    int listener = seccomp_program_load(c->seccomp, &err);
-    if (listener < 0)
-      fail(sync_fd, err);
-    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
-    close(listener);
-    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
-  }
 
   /* The last steps (linux/last_steps.h): credentials, no_new_privs, the filters, run after the
    * trampoline's execve (or here, from the sealed copy) right before the program's. Built now,
@@ -558,6 +545,22 @@ static void container_init(const struct init_config *c, bool oom_set) {
     cleanup_free void *prog = last_steps_serialize(&ls, &len);
     if (exec_trampoline_prepare(&ie.trampoline, prog, len, &err) < 0)
       fail(sync_fd, err);
+  }
+
+  /* The early load, after the trampoline is made (memfd, fchmod, seals): a NOTIFY rule for
+   * chmod or memfd_create must not meet the runtime's own calls (issue 28). What is left under
+   * the filter: the start fifo, startContainer hooks, the close-on-exec sweep and the execve. */
+  if (seccomp_early) {
+    if (landlock_enforce(&ll, &err) < 0)
+      fail(sync_fd, err);
+    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
+      fail(sync_fd, err);
+    int listener = seccomp_program_load(c->seccomp, &err);
+    if (listener < 0)
+      fail(sync_fd, err);
+    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
+    close(listener);
+    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
   }
 
   sync_send(sync_fd, SYNC_READY, 0, NULL, -1, NULL);

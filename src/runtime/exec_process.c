@@ -153,21 +153,9 @@ static void exec_child(const struct exec_child_config *c) {
     fail(sync_fd, err);
 
   /* A NOTIFY filter: its own listener goes to linux.seccomp.listenerPath through the runtime,
-   * as init's did (runc does the same for exec'd processes), so loaded now, as in init. */
+   * as init's did (runc does the same for exec'd processes), so loaded here, as in init: after
+   * the trampoline is made (below; issue 28: a NOTIFY rule for fchmod met its fchmod). */
   bool seccomp_early = c->seccomp && c->seccomp->notify;
-  if (seccomp_early) {
-    if (landlock_enforce(&ll, &err) < 0)
-      fail(sync_fd, err);
-    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
-      fail(sync_fd, err);
-    int listener = seccomp_program_load(c->seccomp, &err);
-    if (listener < 0)
-      fail(sync_fd, err);
-    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
-    close(listener);
-    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
-  }
-
   /* The last steps (linux/last_steps.h) as in init; their failures still reach `exec` over the
    * sync socket, which stays open until the program's execve (the runtime's EOF). */
   struct last_steps ls;
@@ -194,6 +182,18 @@ static void exec_child(const struct exec_child_config *c) {
     free(prog);
     if (rc < 0)
       fail(sync_fd, err);
+  }
+  if (seccomp_early) {
+    if (landlock_enforce(&ll, &err) < 0)
+      fail(sync_fd, err);
+    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
+      fail(sync_fd, err);
+    int listener = seccomp_program_load(c->seccomp, &err);
+    if (listener < 0)
+      fail(sync_fd, err);
+    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
+    close(listener);
+    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
   }
   /* Nothing of the runtime's reaches the process but the fds asked for (CVE-2024-21626 class). */
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
