@@ -60,7 +60,7 @@ static struct spec *load_config_for_hooks(const struct container *o) {
 
 int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
   struct container o;
-  if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
+  if (container_open(ctx, id, STATE_DIR_WRITE_AFTER_CREATE, &o, err) < 0)
     return -1;
   int rc = -1;
   int fd = -1, notify_sock = -1;
