@@ -175,6 +175,11 @@ int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const st
   unsigned long propagation = MS_SLAVE | MS_REC;
   if (s->has_linux && s->linux_.rootfs_propagation_flags)
     propagation = s->linux_.rootfs_propagation_flags;
+  /* (r)unbindable is set on the new root at the end (rootfs_finalize): now it would make the
+   * rootfs unbindable before we bind it onto itself (EINVAL). Until then it is what it implies
+   * for propagation: rprivate, nothing in or out. */
+  if (propagation & MS_UNBINDABLE)
+    propagation = MS_PRIVATE | MS_REC;
   if (mount(NULL, "/", NULL, propagation, NULL) < 0)
     return cm_error_set(err, errno, "set propagation of /");
   /* After a recursive slave/private/unbindable change no mount is shared any more: the
