@@ -28,6 +28,7 @@
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
 #include "runtime/state.h"
+#include "util/log.h"
 #include "util/cleanup.h"
 #include "util/safepath.h"
 #include "util/sync.h"
@@ -126,10 +127,12 @@ static __attribute__((noreturn)) void container_init(const struct init_config *c
 void container_stage1(const struct init_config *c) {
   const struct spec *s = c->spec;
   struct cm_error *err = NULL;
+  cm_log_route_to_sync(c->sync_fd, "stage1");
 
   /* The runtime has placed us in the container's cgroup before we create the cgroup
    * namespace, so the container sees its own cgroup as its root. */
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
+  cm_debug("in the container's cgroup");
   const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
   bool create_userns = userns->present && userns->path == NULL;
   /* The runtime's credentials, which ours are until the user namespace: only a root runtime can
@@ -174,6 +177,7 @@ void container_stage1(const struct init_config *c) {
     if (t != SPEC_NS_USER && spec_ns_is_new(s, t))
       flags |= spec_ns_clone_flag(t);
   }
+  cm_debug("namespaces: %s, unshare flags 0x%x", create_userns ? "new user namespace" : "no new user namespace", flags);
   if (flags && unshare(flags) < 0) {
     cm_error_set(&err, errno, "unshare namespaces (flags 0x%x)", flags);
     fail(c->sync_fd, err);
@@ -244,6 +248,7 @@ int container_init_direct_clone_flags(const struct spec *s) {
 
 void container_init_direct(const struct init_config *c) {
   struct cm_error *err = NULL;
+  cm_log_route_to_sync(c->sync_fd, "init");
   /* As in stage1: the cgroup namespace is made only once we are in the container's cgroup,
    * so the container sees its own cgroup as its root. */
   if (!c->cgroup_done)
@@ -402,9 +407,11 @@ static void container_init(const struct init_config *c, bool oom_set) {
   const struct spec_process *p = s->process;
   struct cm_error *err = NULL;
   int sync_fd = c->sync_fd;
+  cm_log_route_to_sync(sync_fd, "init");
 
   /* The runtime answers our SYNC_INIT_PID (sent by stage1) with our host pid. */
   pid_t host_pid = (pid_t)expect(sync_fd, SYNC_INIT_PID);
+  cm_debug("container init, host pid %d", (int)host_pid);
   /* First, so the broker can start serving while we build the rootfs. */
   if (c->n_egress_tcp_ports &&
       egress_sockets_send(sync_fd, c->egress_tcp_ports, c->n_egress_tcp_ports, EGRESS_PROXY_PORT, EGRESS_SOCKS5_PORT,
@@ -429,6 +436,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
         cm_error_set(&err, errno, "chdir to bundle %s", c->bundle);
       fail(sync_fd, err);
     }
+    cm_debug("rootfs %s: preparing (%zu mounts, propagation %s)", c->rootfs, s->n_mounts,
+             s->linux_.rootfs_propagation ? s->linux_.rootfs_propagation : "rslave (default)");
     if (rootfs_prepare_premounted(s, c->rootfs, c->pre, c->bind_fds, &err) < 0)
       fail(sync_fd, err);
     rootfs_close_bind_sources(c->bind_fds, s->n_mounts);
@@ -447,6 +456,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
       fail(sync_fd, err);
   }
 
+  cm_debug("rootfs %s: %s", c->rootfs,
+           !build_rootfs ? "chroot (no mount namespace)" : c->no_pivot ? "move to / (--no-pivot)" : "pivot_root");
   if ((build_rootfs ? rootfs_pivot_premounted(c->rootfs, c->pre, c->no_pivot, &err) : rootfs_chroot(c->rootfs, &err)) <
       0)
     fail(sync_fd, err);
@@ -563,11 +574,13 @@ static void container_init(const struct init_config *c, bool oom_set) {
     expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
   }
 
+  cm_debug("ready: %s will be exec'd%s", exe, c->exec_direct ? "" : " through the sealed trampoline");
   sync_send(sync_fd, SYNC_READY, 0, NULL, -1, NULL);
   expect(sync_fd, SYNC_READY); /* the runtime has recorded us; EOF here means it died first */
 
   /* Wait for `start`. */
   if (c->fifo_fd >= 0) {
+    cm_log_route_to_sync(-1, NULL);
     close(sync_fd);
     char byte;
     ssize_t n;
@@ -597,6 +610,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
    * everything else is close-on-exec, the trampoline's own fd included (it closes it itself). */
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     goto exec_failed;
+  cm_debug("start: exec %s", exe);
   exec_confined(&ie, exe, p->args.items, envp);
   cm_error_set(&err, errno, "exec %s", exe);
 exec_failed:;

@@ -88,6 +88,7 @@ int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_e
     goto out;
   }
   unlinkat(o.dirfd, "exec.fifo", 0);
+  cm_debug("start %s: init %d released (exec.fifo); waiting for its exec", id, (int)o.st.pid);
   /* Started: what the lock guards is done. What follows waits for init (paused meanwhile, it
    * waits until `resume`) and runs hooks (which may run codemode on this container): unlocked. */
   s = load_config_for_hooks(&o);
@@ -137,7 +138,8 @@ int runtime_start_at_once(const struct runtime_context *ctx, const char *id, con
    * (or when init dies), after the startContainer hooks, so poststart runs after it. Before
    * that, init may hand over a supervisor's listener. */
   for (;;) {
-    struct pollfd pfd = {.fd = start_sock, .events = listener ? POLLIN : 0};
+    /* With --debug, init's last lines (startContainer hooks, the exec) are read and logged. */
+    struct pollfd pfd = {.fd = start_sock, .events = listener || cm_log_debug_enabled() ? POLLIN : 0};
     while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
       ;
     if (!(pfd.revents & POLLIN))
@@ -209,6 +211,8 @@ int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, b
   struct container o;
   if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
     return -1;
+  cm_debug("kill %s: signal %d%s, status %s, init pid %d", id, signo, all ? " to every process (--all)" : "",
+           container_status_name(o.status), (int)o.st.pid);
   int rc = 0;
   if (o.status == STATUS_STOPPED && all) {
     /* --all still reaches what is left in the cgroup (processes that outlived init without a
@@ -276,6 +280,8 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
     return -1;
   }
   int rc = -1;
+  cm_debug("delete %s: status %s, init pid %d%s", id, container_status_name(o.status), (int)o.st.pid,
+           force ? ", --force" : "");
   bool alive = o.status != STATUS_STOPPED && o.status != STATUS_CREATING;
   /* The leftover of a killed create (we hold the lock, so none is running): whatever it
    * recorded in creating.json — stage1 or init, the cgroup — is killed like a created one. */
@@ -308,6 +314,8 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
     egress_supervisor_stop(o.dirfd, &ignored);
     cm_error_freep(&ignored);
   }
+  if (o.cgroup)
+    cm_debug("delete %s: removing cgroup %s", id, cgroup_path(o.cgroup));
   if (o.cgroup && cgroup_destroy(o.cgroup, err) < 0)
     goto out;
   struct spec *kept = o.status != STATUS_CREATING && spec == NULL ? load_config_for_hooks(&o) : NULL;
