@@ -97,6 +97,10 @@ static int bind_root_checked(const struct mount_source_rules *rules, const char 
 }
 
 
+bool rootfs_mounts_inherited(const struct spec *s) {
+  return s->n_mounts || s->linux_.n_devices || s->root_readonly;
+}
+
 bool rootfs_has_bind_mounts(const struct spec *s) {
   for (size_t i = 0; i < s->n_mounts; i++)
     if (rootfs_mount_is_bind(&s->mounts[i]) && s->mounts[i].source)

@@ -422,7 +422,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
    * built and pivoted into, as runc does. Without one the process inherits the runtime's mount
    * namespace (the spec), which nothing here may change: no mount, only a chroot into the rootfs
    * (runc's behaviour; create refuses what would need mounts there). */
-  bool build_rootfs = s->linux_.namespaces[SPEC_NS_MOUNT].present;
+  bool inherited = !s->linux_.namespaces[SPEC_NS_MOUNT].present && rootfs_mounts_inherited(s);
+  bool build_rootfs = s->linux_.namespaces[SPEC_NS_MOUNT].present || inherited;
   if (build_rootfs) {
     /* Relative bind sources resolve against the bundle. */
     if (chdir(c->bundle) < 0 && !(errno == EACCES && c->pre)) {
@@ -457,9 +458,12 @@ static void container_init(const struct init_config *c, bool oom_set) {
   }
 
   cm_debug("rootfs %s: %s", c->rootfs,
-           !build_rootfs ? "chroot (no mount namespace)" : c->no_pivot ? "move to / (--no-pivot)" : "pivot_root");
-  if ((build_rootfs ? rootfs_pivot_premounted(c->rootfs, c->pre, c->no_pivot, &err) : rootfs_chroot(c->rootfs, &err)) <
-      0)
+           !build_rootfs || inherited ? "chroot (no mount namespace of its own)"
+           : c->no_pivot              ? "move to / (--no-pivot)"
+                                      : "pivot_root");
+  /* Without a mount namespace of its own, pivot_root would move the caller's root: chroot. */
+  if ((build_rootfs && !inherited ? rootfs_pivot_premounted(c->rootfs, c->pre, c->no_pivot, &err)
+                                  : rootfs_chroot(c->rootfs, &err)) < 0)
     fail(sync_fd, err);
   close_premounts(c);
   /* A missing cwd is created, as runc does: after pivot_root, walked inside the container's root

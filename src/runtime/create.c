@@ -39,6 +39,7 @@
 #include "util/log.h"
 #include "util/sync.h"
 #include "util/host_root.h"
+#include "linux/inherited_mounts.h"
 
 static bool seccomp_has_notify(const struct spec_seccomp *sc) {
   for (size_t i = 0; i < sc->n_syscalls; i++)
@@ -69,10 +70,14 @@ static int validate_for_create(const struct spec *s, const struct create_options
       return cm_error_set(err, 0,
                           "config.json: .linux.maskedPaths/.linux.readonlyPaths: unable to restrict sys entries "
                           "without a private mount namespace (add {\"type\": \"mount\"} to .linux.namespaces)");
-    if (field)
+    /* The system's own namespace is the host's: never. A private one of the caller's is what the
+     * spec says the container inherits, and its mounts are made there (runc). */
+    if (field && mntns_is_pid1s())
       return cm_error_set(err, 0,
-                          "config.json: %s: needs a mount namespace in .linux.namespaces (without one it would "
-                          "change the runtime's, the host's, mounts)",
+                          "config.json: %s: needs a mount namespace in .linux.namespaces: without one the mounts "
+                          "would be made in the runtime's mount namespace, which is the host's initial one (pid "
+                          "1's); add {\"type\": \"mount\"}, or run codemode in a mount namespace of its own "
+                          "(unshare -m) to have them made there",
                           field);
   }
   /* A uts namespace joined by path counts: the names are set there (runc). */
@@ -396,6 +401,10 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
       }
       /* The capture routes are in place before anything of the user's can run. */
       if (r->broker.pid > 0 && egress_broker_wait_ready(&r->broker, err) < 0)
+        return -1;
+      /* Init made the mounts in our own (inherited) namespace: recorded for delete. */
+      if (!r->spec->linux_.namespaces[SPEC_NS_MOUNT].present && rootfs_mounts_inherited(r->spec) &&
+          inherited_mounts_record(r->dirfd, r->st.rootfs, err) < 0)
         return -1;
       return 0;
     default:

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "linux/inherited_mounts.h"
 #include "linux/seccomp_listener.h"
 #include "runtime/container.h"
 #include "runtime/egress.h"
@@ -314,6 +315,8 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
     egress_supervisor_stop(o.dirfd, &ignored);
     cm_error_freep(&ignored);
   }
+  /* Mounts init made in our inherited mount namespace (linux/inherited_mounts.h). */
+  inherited_mounts_remove(o.dirfd, o.st.rootfs);
   if (o.cgroup)
     cm_debug("delete %s: removing cgroup %s", id, cgroup_path(o.cgroup));
   if (o.cgroup && cgroup_destroy(o.cgroup, err) < 0)
