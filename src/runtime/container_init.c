@@ -424,6 +424,14 @@ static void container_init(const struct init_config *c, bool oom_set) {
    * (runc's behaviour; create refuses what would need mounts there). */
   bool inherited = !s->linux_.namespaces[SPEC_NS_MOUNT].present && rootfs_mounts_inherited(s);
   bool build_rootfs = s->linux_.namespaces[SPEC_NS_MOUNT].present || inherited;
+  /* The inherited namespace is the caller's: a user namespace of the container's own has no
+   * right to mount there, and a tree the runtime prepared would be attached over its "/". */
+  if (inherited && (c->pre || spec_ns_is_new(s, SPEC_NS_USER))) {
+    cm_error_set(&err, 0,
+                 "config.json: .mounts: without a mount namespace of its own, the container's new user "
+                 "namespace cannot mount in the runtime's: add {\"type\": \"mount\"} to .linux.namespaces");
+    fail(sync_fd, err);
+  }
   if (build_rootfs) {
     /* Relative bind sources resolve against the bundle. */
     if (chdir(c->bundle) < 0 && !(errno == EACCES && c->pre)) {
