@@ -20,6 +20,16 @@ int console_socket_send(const char *socket_path, int master_fd, struct cm_error 
   return 0;
 }
 
+int console_clear_onlcr(int pty_fd, struct cm_error **err) {
+  struct termios t;
+  if (tcgetattr(pty_fd, &t) == 0 && (t.c_oflag & ONLCR)) {
+    t.c_oflag &= ~(tcflag_t)ONLCR;
+    if (tcsetattr(pty_fd, TCSANOW, &t) < 0)
+      return cm_error_set(err, errno, "terminal: clear ONLCR on the container's pty");
+  }
+  return 0;
+}
+
 int console_route_master(const char *console_socket, int master_fd, int *keep, struct cm_error **err) {
   if (master_fd < 0)
     return cm_error_set(err, EPROTO, "console: no fd received");
@@ -31,14 +41,9 @@ int console_route_master(const char *console_socket, int master_fd, int *keep, s
   /* We proxy the terminal ourselves (foreground run/exec): the container's pty must not turn
    * \n into \r\n, or output redirected to a file or pipe gets CRs the program never wrote
    * (runc clears ONLCR on the master it keeps too; a host terminal adds its own). */
-  struct termios t;
-  if (tcgetattr(master_fd, &t) == 0 && (t.c_oflag & ONLCR)) {
-    t.c_oflag &= ~(tcflag_t)ONLCR;
-    if (tcsetattr(master_fd, TCSANOW, &t) < 0) {
-      int e = errno;
-      close(master_fd);
-      return cm_error_set(err, e, "terminal: clear ONLCR on the container's pty");
-    }
+  if (console_clear_onlcr(master_fd, err) < 0) {
+    close(master_fd);
+    return -1;
   }
   if (*keep >= 0)
     close(*keep);

@@ -510,6 +510,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
         .ns_flags = ns_flags,
         .preserve_fds = o->preserve_fds,
         .exec_direct = exec_direct,
+        .pty_onlcr_off = o->console_socket == NULL,
         .seccomp = has_seccomp ? &seccomp : NULL,
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
         .landlock = landlock,

@@ -130,7 +130,7 @@ static void exec_child(const struct exec_child_config *c) {
   }
   if (p->terminal) {
     int master = console_setup_exec(p, &err);
-    if (master < 0)
+    if (master < 0 || (c->pty_onlcr_off && console_clear_onlcr(master, &err) < 0))
       fail(sync_fd, err);
     sync_send(sync_fd, SYNC_CONSOLE_FD, 0, NULL, master, NULL);
     close(master);

@@ -215,6 +215,7 @@ wait_receiver() {
 }
 
 @test "exec --tty in the foreground writes hello\\n to a redirected stdout" {
+  codemode_only runc-exec-onlcr-race
   set_args sleep 1000
   run_cm run --detach -b "$BUNDLE" "$CID"
   [ "$status" -eq 0 ]
