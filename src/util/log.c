@@ -43,6 +43,7 @@ void cm_log_route_to_sync(int sync_fd, const char *who) {
   if (sync_fd < 0)
     logger.debug = false;
 }
+
 bool cm_log_is_file(void) { return logger.fd >= 0; }
 int cm_log_fd(void) { return logger.fd; }
 

@@ -1,5 +1,7 @@
 /* The one piece of global mutable state: the logger.
- * Text or JSON lines ({"level":…,"msg":…,"time":…}) to the --log file (stderr by default).
+ * runc's (logrus) line shapes, text `time="…Z" level=… msg="…"` or JSON {"level":…,"msg":…,
+ * "time":…}, to the --log file (stderr by default); in a container-side process, over the sync
+ * socket to the runtime (cm_log_route_to_sync).
  * Errors are also printed to stderr by the CLI; the log file is what containerd's shim reads. */
 #ifndef CM_UTIL_LOG_H
 #define CM_UTIL_LOG_H
