@@ -46,6 +46,7 @@ static void print_json(const struct container_summary *s, size_t n) {
     gen_str(g, "pid"), yajl_gen_integer(g, s[i].pid);
     gen_str(g, "status"), gen_str(g, s[i].status);
     gen_str(g, "bundle"), gen_str(g, s[i].bundle);
+    gen_str(g, "rootfs"), gen_str(g, s[i].rootfs);
     gen_str(g, "created"), gen_str(g, s[i].created);
     gen_str(g, "owner"), gen_str(g, s[i].owner);
     yajl_gen_map_close(g);

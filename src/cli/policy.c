@@ -33,6 +33,7 @@ int cli_policy_prepare(const struct cli_globals *g, struct create_options *o, st
   out->spec = spec_load_file(path, "config.json", err);
   if (out->spec == NULL)
     return -1;
+  cm_debug("config %s: parsed (ociVersion %s)", path, out->spec->oci_version ? out->spec->oci_version : "-");
   enum policy_profile p;
   char abs_bundle[PATH_MAX];
   if (policy_effective_profile(out->spec, g->profile, &p, err) < 0)

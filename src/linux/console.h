@@ -21,6 +21,8 @@ int console_socket_send(const char *socket_path, int master_fd, struct cm_error 
 /* A pty master the container sent: to --console-socket when there is one (and closed), else kept
  * in *keep (closing what was there) for a foreground proxy. */
 int console_route_master(const char *console_socket, int master_fd, int *keep, struct cm_error **err);
+/* ONLCR off on a pty (either side): \n stays \n, as runc leaves the pty it proxies. */
+int console_clear_onlcr(int pty_fd, struct cm_error **err);
 
 /* Runtime side, foreground `run` or `exec` with a terminal and no --console-socket: the terminal
  * the container's pty is proxied to, found as runc finds it: the first of stderr, stdout and

@@ -20,6 +20,16 @@ int console_socket_send(const char *socket_path, int master_fd, struct cm_error 
   return 0;
 }
 
+int console_clear_onlcr(int pty_fd, struct cm_error **err) {
+  struct termios t;
+  if (tcgetattr(pty_fd, &t) == 0 && (t.c_oflag & ONLCR)) {
+    t.c_oflag &= ~(tcflag_t)ONLCR;
+    if (tcsetattr(pty_fd, TCSANOW, &t) < 0)
+      return cm_error_set(err, errno, "terminal: clear ONLCR on the container's pty");
+  }
+  return 0;
+}
+
 int console_route_master(const char *console_socket, int master_fd, int *keep, struct cm_error **err) {
   if (master_fd < 0)
     return cm_error_set(err, EPROTO, "console: no fd received");
@@ -27,6 +37,13 @@ int console_route_master(const char *console_socket, int master_fd, int *keep, s
     int r = console_socket_send(console_socket, master_fd, err);
     close(master_fd);
     return r < 0 ? cm_error_prefix(err, "--console-socket %s", console_socket) : 0;
+  }
+  /* We proxy the terminal ourselves (foreground run/exec): the container's pty must not turn
+   * \n into \r\n, or output redirected to a file or pipe gets CRs the program never wrote
+   * (runc clears ONLCR on the master it keeps too; a host terminal adds its own). */
+  if (console_clear_onlcr(master_fd, err) < 0) {
+    close(master_fd);
+    return -1;
   }
   if (*keep >= 0)
     close(*keep);
@@ -57,6 +74,10 @@ int console_set_raw(int fd, struct termios *saved, struct cm_error **err) {
     return cm_error_set(err, errno, "terminal: get attributes of fd %d", fd);
   struct termios raw = *saved;
   cfmakeraw(&raw);
+  /* Raw for input only: the host terminal keeps its output processing (each \n becomes \r\n
+   * there, once), since the container's pty no longer adds CRs (console_route_master), as
+   * runc leaves it. */
+  raw.c_oflag = saved->c_oflag;
   if (tcsetattr(fd, TCSANOW, &raw) < 0)
     return cm_error_set(err, errno, "terminal: set raw mode on fd %d", fd);
   return 0;

@@ -164,6 +164,18 @@ static bool same_file(int a, int b) {
   return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+int ns_owner_of(const char *path, unsigned long *owner_ino, unsigned int *owner_uid) {
+  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+  cleanup_close int owner = fd < 0 ? -1 : ioctl(fd, NS_GET_USERNS);
+  struct stat st;
+  uid_t uid;
+  if (owner < 0 || fstat(owner, &st) < 0 || ioctl(owner, NS_GET_OWNER_UID, &uid) < 0)
+    return -1;
+  *owner_ino = (unsigned long)st.st_ino;
+  *owner_uid = (unsigned int)uid;
+  return 0;
+}
+
 bool ns_owner_userns_path(const char *path, int mine, char *out, size_t outsz) {
   cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
   cleanup_close int owner = fd < 0 ? -1 : ioctl(fd, NS_GET_USERNS);

@@ -22,6 +22,9 @@ int ns_write_time_offsets(const struct spec_linux *l, struct cm_error **err);
  * the owner; false otherwise, a path that cannot be opened included (joining it fails later,
  * naming it). */
 bool ns_owner_userns_path(const char *path, int mine, char *out, size_t outsz);
+/* The user namespace owning the namespace at `path` (NS_GET_USERNS): its inode and the uid that
+ * created it (NS_GET_OWNER_UID). -1 with errno when path cannot be opened or asked. */
+int ns_owner_of(const char *path, unsigned long *owner_ino, unsigned int *owner_uid);
 /* sethostname/setdomainname (NULL = leave). */
 int ns_set_uts_names(const char *hostname, const char *domainname, struct cm_error **err);
 

@@ -97,6 +97,10 @@ static int bind_root_checked(const struct mount_source_rules *rules, const char 
 }
 
 
+bool rootfs_mounts_inherited(const struct spec *s) {
+  return s->n_mounts || s->linux_.n_devices || s->root_readonly;
+}
+
 bool rootfs_has_bind_mounts(const struct spec *s) {
   for (size_t i = 0; i < s->n_mounts; i++)
     if (rootfs_mount_is_bind(&s->mounts[i]) && s->mounts[i].source)
@@ -175,6 +179,11 @@ int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const st
   unsigned long propagation = MS_SLAVE | MS_REC;
   if (s->has_linux && s->linux_.rootfs_propagation_flags)
     propagation = s->linux_.rootfs_propagation_flags;
+  /* (r)unbindable is set on the new root at the end (rootfs_finalize): now it would make the
+   * rootfs unbindable before we bind it onto itself (EINVAL). Until then it is what it implies
+   * for propagation: rprivate, nothing in or out. */
+  if (propagation & MS_UNBINDABLE)
+    propagation = MS_PRIVATE | MS_REC;
   if (mount(NULL, "/", NULL, propagation, NULL) < 0)
     return cm_error_set(err, errno, "set propagation of /");
   /* After a recursive slave/private/unbindable change no mount is shared any more: the

@@ -22,6 +22,9 @@ int rootfs_prepare(const struct spec *s, const char *rootfs, const int *bind_fds
  * fds[i] for s->mounts[i], -1 where not a bind or not opened (the error is then met, named, when
  * the mount is made). */
 bool rootfs_has_bind_mounts(const struct spec *s);
+/* What needs mounts in the container's mount namespace: mounts, linux.devices, root.readonly.
+ * Without a namespace of its own they are made in the inherited one (linux/inherited_mounts.h). */
+bool rootfs_mounts_inherited(const struct spec *s);
 int rootfs_open_bind_sources_in(pid_t pid, const struct spec *s, const char *bundle, int *fds, struct cm_error **err);
 void rootfs_close_bind_sources(int *fds, size_t n);
 /* pivot_root into `rootfs` and detach the old root; with no_pivot, MS_MOVE + chroot. Leaves the

@@ -109,6 +109,17 @@ static int validate_key(const struct spec *s, const char *key, struct cm_error *
   }
   if (!has_own_namespace(s, needed, proc_name))
     return cm_error_set(err, 0, "config.json: .linux.sysctl: \"%s\" needs a new %s namespace", key, what);
+  /* Two fields setting one value: whichever is applied last would silently win (runc refuses
+   * the pair too). */
+  const char *field = strcmp(dot, "kernel.hostname") == 0     ? "hostname"
+                      : strcmp(dot, "kernel.domainname") == 0 ? "domainname"
+                                                              : NULL;
+  const char *set = field == NULL ? NULL : field[0] == 'h' ? s->hostname : s->domainname;
+  if (set != NULL && *set != '\0')
+    return cm_error_set(err, 0,
+                        "config.json: .linux.sysctl: \"%s\" conflicts with .%s (\"%s\"); set the name in .%s "
+                        "only",
+                        key, field, set, field);
   return 0;
 }
 

@@ -227,6 +227,7 @@ int policy_ci_apply(struct spec *s, const char *bundle, struct policy_result *ou
     return cm_error_set(err, 0, "config.json: .process: missing");
   policy_sys_bind_to_sysfs(s, r);
   if (policy_tighten_namespaces(s, "ci", r, err) < 0 || policy_tighten_userns(s, CI_RANGE_SLOTS, r, err) < 0 ||
+      policy_check_joined_mount_ns(s, err) < 0 ||
       ci_mounts(s, bundle, r, err) < 0)
     return -1;
   s->has_linux = true;

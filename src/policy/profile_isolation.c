@@ -322,6 +322,33 @@ static ssize_t allow_all_devices_rule(const struct spec_resources *res) {
   return -1;
 }
 
+/* A mount namespace joined by path belongs to the user namespace it was made in; the container's
+ * root in a user namespace of its own (new, as the hardening profiles give it) has no capability
+ * there, so not even the rootfs could be set up ("set propagation of /: Operation not
+ * permitted"). Said at once, naming the namespace, its owner and the ways out. */
+int policy_check_joined_mount_ns(const struct spec *s, struct cm_error **err) {
+  const struct spec_namespace *mnt = &s->linux_.namespaces[SPEC_NS_MOUNT];
+  const struct spec_namespace *user = &s->linux_.namespaces[SPEC_NS_USER];
+  unsigned long owner_ino;
+  unsigned int owner_uid;
+  if (!mnt->present || mnt->path == NULL || !user->present || user->path != NULL)
+    return 0;
+  if (ns_owner_of(mnt->path, &owner_ino, &owner_uid) < 0)
+    return 0; /* joining it fails at create, naming the path */
+  /* The initial user namespace has a fixed inode (0xEFFFFFFD): the host's, never joined here. */
+  bool host_owned = owner_ino == 0xEFFFFFFDul;
+  return cm_error_set(err, EPERM,
+                      "linux.namespaces: the mount namespace %s belongs to user namespace user:[%lu]%s (created by "
+                      "uid %u), which the container's own new user namespace cannot administer: nothing could be "
+                      "mounted there, not even its rootfs. %s",
+                      mnt->path, owner_ino, host_owned ? ", the host's" : "", owner_uid,
+                      host_owned ? "Drop the mount namespace's path (the container then gets a new one): this "
+                                   "profile never joins the host's user namespace, nor mounts in a namespace it owns"
+                                 : "Drop the mount namespace's path (the container then gets a new one), or join the "
+                                   "user namespace that owns it as well (a linux.namespaces user entry with the path "
+                                   "/proc/PID/ns/user of a process in it)");
+}
+
 int policy_tighten_devices(struct spec_linux *l, struct policy_report *r, struct cm_error **err) {
   /* A privileged container: what it asked for (every device, every capability, no masks) is the
    * opposite of the profile, and silently giving it nothing would leave whoever asked unaware. */

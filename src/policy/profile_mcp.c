@@ -233,7 +233,8 @@ int policy_mcp_apply(struct spec *s, bool audit, const char *bundle, struct poli
   if (s->process == NULL)
     return cm_error_set(err, 0, "config.json: .process: missing");
   policy_sys_bind_to_sysfs(s, r);
-  if (policy_tighten_namespaces(s, "mcp", r, err) < 0 || policy_tighten_userns(s, 1, r, err) < 0 || tighten_mounts(s, bundle, r, err) < 0)
+  if (policy_tighten_namespaces(s, "mcp", r, err) < 0 || policy_tighten_userns(s, 1, r, err) < 0 ||
+      policy_check_joined_mount_ns(s, err) < 0 || tighten_mounts(s, bundle, r, err) < 0)
     return -1;
   s->has_linux = true;
   policy_mcp_tighten_process(s->process, r);

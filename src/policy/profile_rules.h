@@ -36,6 +36,9 @@ int policy_tighten_mounts(struct spec *s, const char *bundle, const char *tmpfs_
 int policy_tighten_namespaces(struct spec *s, const char *profile, struct policy_report *r, struct cm_error **err);
 int policy_tighten_userns(struct spec *s, uint32_t slots, struct policy_report *r, struct cm_error **err);
 void policy_sys_bind_to_sysfs(struct spec *s, struct policy_report *r);
+/* A mount namespace joined by path that the container's new user namespace cannot own: refused,
+ * naming it and its owner (profile_isolation.c). */
+int policy_check_joined_mount_ns(const struct spec *s, struct cm_error **err);
 bool policy_has_mount_at(const struct spec *s, const char *dest);
 void policy_add_tmpfs(struct spec *s, const char *dest, const char *const *options, struct policy_report *r);
 void policy_add_paths(struct spec_strv *v, const char *const *paths, const char *what, struct policy_report *r);

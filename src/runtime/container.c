@@ -41,7 +41,7 @@ int container_open(const struct runtime_context *ctx, const char *id, enum state
     struct stat dst;
     if (access == STATE_DIR_READ && (fstat(o->dirfd, &dst) < 0 || dst.st_nlink == 0)) {
       container_close(o);
-      return cm_error_set(err, 0, "container \"%s\" does not exist", id);
+      return cm_error_set(err, 0, "container does not exist: \"%s\"", id);
     }
     o->status = STATUS_CREATING;
     /* What it made before it died (creating.json): the cgroup and stage1's or init's pid, so

@@ -28,6 +28,7 @@
 #include "runtime/egress.h"
 #include "runtime/hooks.h"
 #include "runtime/state.h"
+#include "util/log.h"
 #include "util/cleanup.h"
 #include "util/safepath.h"
 #include "util/sync.h"
@@ -126,10 +127,12 @@ static __attribute__((noreturn)) void container_init(const struct init_config *c
 void container_stage1(const struct init_config *c) {
   const struct spec *s = c->spec;
   struct cm_error *err = NULL;
+  cm_log_route_to_sync(c->sync_fd, "stage1");
 
   /* The runtime has placed us in the container's cgroup before we create the cgroup
    * namespace, so the container sees its own cgroup as its root. */
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
+  cm_debug("in the container's cgroup");
   const struct spec_namespace *userns = &s->linux_.namespaces[SPEC_NS_USER];
   bool create_userns = userns->present && userns->path == NULL;
   /* The runtime's credentials, which ours are until the user namespace: only a root runtime can
@@ -174,6 +177,7 @@ void container_stage1(const struct init_config *c) {
     if (t != SPEC_NS_USER && spec_ns_is_new(s, t))
       flags |= spec_ns_clone_flag(t);
   }
+  cm_debug("namespaces: %s, unshare flags 0x%x", create_userns ? "new user namespace" : "no new user namespace", flags);
   if (flags && unshare(flags) < 0) {
     cm_error_set(&err, errno, "unshare namespaces (flags 0x%x)", flags);
     fail(c->sync_fd, err);
@@ -244,6 +248,7 @@ int container_init_direct_clone_flags(const struct spec *s) {
 
 void container_init_direct(const struct init_config *c) {
   struct cm_error *err = NULL;
+  cm_log_route_to_sync(c->sync_fd, "init");
   /* As in stage1: the cgroup namespace is made only once we are in the container's cgroup,
    * so the container sees its own cgroup as its root. */
   if (!c->cgroup_done)
@@ -402,9 +407,11 @@ static void container_init(const struct init_config *c, bool oom_set) {
   const struct spec_process *p = s->process;
   struct cm_error *err = NULL;
   int sync_fd = c->sync_fd;
+  cm_log_route_to_sync(sync_fd, "init");
 
   /* The runtime answers our SYNC_INIT_PID (sent by stage1) with our host pid. */
   pid_t host_pid = (pid_t)expect(sync_fd, SYNC_INIT_PID);
+  cm_debug("container init, host pid %d", (int)host_pid);
   /* First, so the broker can start serving while we build the rootfs. */
   if (c->n_egress_tcp_ports &&
       egress_sockets_send(sync_fd, c->egress_tcp_ports, c->n_egress_tcp_ports, EGRESS_PROXY_PORT, EGRESS_SOCKS5_PORT,
@@ -415,7 +422,16 @@ static void container_init(const struct init_config *c, bool oom_set) {
    * built and pivoted into, as runc does. Without one the process inherits the runtime's mount
    * namespace (the spec), which nothing here may change: no mount, only a chroot into the rootfs
    * (runc's behaviour; create refuses what would need mounts there). */
-  bool build_rootfs = s->linux_.namespaces[SPEC_NS_MOUNT].present;
+  bool inherited = !s->linux_.namespaces[SPEC_NS_MOUNT].present && rootfs_mounts_inherited(s);
+  bool build_rootfs = s->linux_.namespaces[SPEC_NS_MOUNT].present || inherited;
+  /* The inherited namespace is the caller's: a user namespace of the container's own has no
+   * right to mount there, and a tree the runtime prepared would be attached over its "/". */
+  if (inherited && (c->pre || spec_ns_is_new(s, SPEC_NS_USER))) {
+    cm_error_set(&err, 0,
+                 "config.json: .mounts: without a mount namespace of its own, the container's new user "
+                 "namespace cannot mount in the runtime's: add {\"type\": \"mount\"} to .linux.namespaces");
+    fail(sync_fd, err);
+  }
   if (build_rootfs) {
     /* Relative bind sources resolve against the bundle. */
     if (chdir(c->bundle) < 0 && !(errno == EACCES && c->pre)) {
@@ -429,6 +445,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
         cm_error_set(&err, errno, "chdir to bundle %s", c->bundle);
       fail(sync_fd, err);
     }
+    cm_debug("rootfs %s: preparing (%zu mounts, propagation %s)", c->rootfs, s->n_mounts,
+             s->linux_.rootfs_propagation ? s->linux_.rootfs_propagation : "rslave (default)");
     if (rootfs_prepare_premounted(s, c->rootfs, c->pre, c->bind_fds, &err) < 0)
       fail(sync_fd, err);
     rootfs_close_bind_sources(c->bind_fds, s->n_mounts);
@@ -447,8 +465,13 @@ static void container_init(const struct init_config *c, bool oom_set) {
       fail(sync_fd, err);
   }
 
-  if ((build_rootfs ? rootfs_pivot_premounted(c->rootfs, c->pre, c->no_pivot, &err) : rootfs_chroot(c->rootfs, &err)) <
-      0)
+  cm_debug("rootfs %s: %s", c->rootfs,
+           !build_rootfs || inherited ? "chroot (no mount namespace of its own)"
+           : c->no_pivot              ? "move to / (--no-pivot)"
+                                      : "pivot_root");
+  /* Without a mount namespace of its own, pivot_root would move the caller's root: chroot. */
+  if ((build_rootfs && !inherited ? rootfs_pivot_premounted(c->rootfs, c->pre, c->no_pivot, &err)
+                                  : rootfs_chroot(c->rootfs, &err)) < 0)
     fail(sync_fd, err);
   close_premounts(c);
   /* A missing cwd is created, as runc does: after pivot_root, walked inside the container's root
@@ -513,21 +536,8 @@ static void container_init(const struct init_config *c, bool oom_set) {
     fail(sync_fd, err);
 
   /* A NOTIFY filter's listener fd must reach linux.seccomp.listenerPath, and only the runtime
-   * that is with us now can send it: load the filters before READY, as runc does. The steps
-   * left (start fifo, startContainer hooks, the last steps) then run under them. */
+   * that is with us now can send it: the filters are loaded before READY (below), as runc does. */
   bool seccomp_early = c->seccomp && c->seccomp->notify;
-  if (seccomp_early) {
-    if (landlock_enforce(&ll, &err) < 0)
-      fail(sync_fd, err);
-    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
-      fail(sync_fd, err);
-    int listener = seccomp_program_load(c->seccomp, &err);
-    if (listener < 0)
-      fail(sync_fd, err);
-    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
-    close(listener);
-    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
-  }
 
   /* The last steps (linux/last_steps.h): credentials, no_new_privs, the filters, run after the
    * trampoline's execve (or here, from the sealed copy) right before the program's. Built now,
@@ -560,11 +570,29 @@ static void container_init(const struct init_config *c, bool oom_set) {
       fail(sync_fd, err);
   }
 
+  /* The early load, after the trampoline is made (memfd, fchmod, seals): a NOTIFY rule for
+   * chmod or memfd_create must not meet the runtime's own calls (issue 28). What is left under
+   * the filter: the start fifo, startContainer hooks, the close-on-exec sweep and the execve. */
+  if (seccomp_early) {
+    if (landlock_enforce(&ll, &err) < 0)
+      fail(sync_fd, err);
+    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
+      fail(sync_fd, err);
+    int listener = seccomp_program_load(c->seccomp, &err);
+    if (listener < 0)
+      fail(sync_fd, err);
+    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
+    close(listener);
+    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
+  }
+
+  cm_debug("ready: %s will be exec'd%s", exe, c->exec_direct ? "" : " through the sealed trampoline");
   sync_send(sync_fd, SYNC_READY, 0, NULL, -1, NULL);
   expect(sync_fd, SYNC_READY); /* the runtime has recorded us; EOF here means it died first */
 
   /* Wait for `start`. */
   if (c->fifo_fd >= 0) {
+    cm_log_route_to_sync(-1, NULL);
     close(sync_fd);
     char byte;
     ssize_t n;
@@ -594,6 +622,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
    * everything else is close-on-exec, the trampoline's own fd included (it closes it itself). */
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     goto exec_failed;
+  cm_debug("start: exec %s", exe);
   exec_confined(&ie, exe, p->args.items, envp);
   cm_error_set(&err, errno, "exec %s", exe);
 exec_failed:;

@@ -39,6 +39,7 @@
 #include "util/log.h"
 #include "util/sync.h"
 #include "util/host_root.h"
+#include "linux/inherited_mounts.h"
 
 static bool seccomp_has_notify(const struct spec_seccomp *sc) {
   for (size_t i = 0; i < sc->n_syscalls; i++)
@@ -69,10 +70,14 @@ static int validate_for_create(const struct spec *s, const struct create_options
       return cm_error_set(err, 0,
                           "config.json: .linux.maskedPaths/.linux.readonlyPaths: unable to restrict sys entries "
                           "without a private mount namespace (add {\"type\": \"mount\"} to .linux.namespaces)");
-    if (field)
+    /* The system's own namespace is the host's: never. A private one of the caller's is what the
+     * spec says the container inherits, and its mounts are made there (runc). */
+    if (field && mntns_is_pid1s())
       return cm_error_set(err, 0,
-                          "config.json: %s: needs a mount namespace in .linux.namespaces (without one it would "
-                          "change the runtime's, the host's, mounts)",
+                          "config.json: %s: needs a mount namespace in .linux.namespaces: without one the mounts "
+                          "would be made in the runtime's mount namespace, which is the host's initial one (pid "
+                          "1's); add {\"type\": \"mount\"}, or run codemode in a mount namespace of its own "
+                          "(unshare -m) to have them made there",
                           field);
   }
   /* A uts namespace joined by path counts: the names are set there (runc). */
@@ -306,6 +311,8 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
   }
   if (r->cgroup && cgroup_apply_resources(r->cgroup, &r->spec->linux_, err) < 0)
     return -1;
+  if (r->cgroup)
+    cm_debug("cgroup: linux.resources applied");
   if (keep_config(r->dirfd, r->opts, r->st.bundle, err) < 0 || keep_landlock(r, err) < 0)
     return -1;
   for (;;) {
@@ -395,6 +402,10 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
       /* The capture routes are in place before anything of the user's can run. */
       if (r->broker.pid > 0 && egress_broker_wait_ready(&r->broker, err) < 0)
         return -1;
+      /* Init made the mounts in our own (inherited) namespace: recorded for delete. */
+      if (!r->spec->linux_.namespaces[SPEC_NS_MOUNT].present && rootfs_mounts_inherited(r->spec) &&
+          inherited_mounts_record(r->dirfd, r->st.rootfs, err) < 0)
+        return -1;
       return 0;
     default:
       if (fd >= 0)
@@ -463,6 +474,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     s = loaded = spec_load_file(path, "config.json", err);
     if (s == NULL)
       return -1;
+    cm_debug("config %s: parsed", path);
   }
   struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1, .progress = {-1},
                          .console_master = -1, .broker = {.pid = -1, .ctl = -1}};
@@ -487,6 +499,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   }
   if (validate_for_create(s, opts, err) < 0 || resolve_paths(s, opts, &r.st.bundle, &r.st.rootfs, err) < 0)
     goto out;
+  cm_debug("create %s: bundle %s, rootfs %s, process %s, %zu mounts, seccomp %s", opts->id, r.st.bundle, r.st.rootfs,
+           s->process->args.count ? s->process->args.items[0] : "-", s->n_mounts,
+           s->linux_.seccomp.present ? "yes" : "no");
   /* CVE-2019-5736: init is a fork of us until its execve. Where non-dumpable plus the exec
    * trampoline do not cover it (selfclone.h), re-exec from a sealed copy now: nothing has been
    * made yet, so the re-exec (which does not return) loses nothing. */
@@ -543,6 +558,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto out;
   r.st.id = strdup(opts->id);
   r.state_dir = state_dir_path(ctx->root, opts->id);
+  cm_debug("state directory %s", r.state_dir);
   /* Under the mcp profiles as root: this container's own host id range. */
   if (userns_setup_allocate(s, &r.userns, r.state_dir, r.dirfd, err) < 0)
     goto fail;
@@ -605,6 +621,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
   if (r.cgroup)
     r.st.cgroup = cgroup_serialize(r.cgroup);
+  cm_debug("cgroup: %s", r.cgroup ? cgroup_path(r.cgroup) : "none (--cgroup-manager disabled)");
   if (record_progress(&r, 0, err) < 0)
     goto fail;
   test_pause_at("cgroup");
@@ -623,6 +640,8 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
   }
   bool in_cgroup = false;
+  cm_debug("namespaces: %s (clone flags 0x%x)", direct ? "init cloned into its new namespaces"
+                                                       : "stage1 joins and unshares them, then clones init", ns_flags);
   pid_t child = clone_child((unsigned long)ns_flags, cgroup_fd, &in_cgroup);
   if (child != 0 && n_v1_tasks > 0) {
     for (int i = 0; i < n_v1_tasks; i++)
@@ -653,6 +672,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
       goto fail;
   }
   if (child == 0) {
+    cm_log_route_to_sync(child_sock, direct ? "init" : "stage1");
     /* First, while single-threaded and still the runtime's uid: into the v1 hierarchies by
      * ourselves (no RCU grace period, cgroup/cgroup.h), so everything we fork is there too. */
     struct cm_error *attach_err = NULL;

@@ -387,6 +387,8 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
     goto out;
   }
   const struct spec_process *p = s->process;
+  cm_debug("exec %s: process %s (%s), status %s, init pid %d", o->id, p->args.count ? p->args.items[0] : "-",
+           o->process_path ? o->process_path : "from the flags", container_status_name(c.status), (int)c.st.pid);
   if (p->terminal && o->detach && o->console_socket == NULL) {
     cm_error_set(err, 0, "cannot allocate a tty for a detached process without --console-socket");
     goto out;
@@ -484,6 +486,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
 
   int cgroup_fd = target ? cgroup_open_for_clone(target) : -1;
   bool in_cgroup = false;
+  cm_debug("exec: joining init's namespaces (flags 0x%x) and cgroup %s", ns_flags, target ? cgroup_path(target) : "none");
   r->stage1 = clone_child(0, cgroup_fd, &in_cgroup);
   if (r->stage1 < 0) {
     cm_error_set(err, errno, "fork");
@@ -492,6 +495,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
     goto out;
   }
   if (r->stage1 == 0) {
+    cm_log_route_to_sync(child_sock, "exec-stage1");
     /* The state dir's flock must not outlive this command in the process. */
     close(c.dirfd);
     close(r->sock);
@@ -506,6 +510,7 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
         .ns_flags = ns_flags,
         .preserve_fds = o->preserve_fds,
         .exec_direct = exec_direct,
+        .pty_onlcr_off = o->console_socket == NULL,
         .seccomp = has_seccomp ? &seccomp : NULL,
         .seccomp_stacked = has_stacked ? &seccomp_stacked : NULL,
         .landlock = landlock,

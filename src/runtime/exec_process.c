@@ -16,6 +16,7 @@
 #include "linux/process_attrs.h"
 #include "linux/security_attrs.h"
 #include "runtime/container_init.h"
+#include "util/log.h"
 #include "util/cleanup.h"
 #include "util/sync.h"
 
@@ -50,9 +51,11 @@ void exec_stage1(const struct exec_child_config *c) {
    * (CVE-2019-5736 class, linux/exec_trampoline.h). main() did it already; this keeps the
    * guarantee where it matters, whoever calls us. */
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  cm_log_route_to_sync(c->sync_fd, "exec-stage1");
 
   /* The runtime moved us into the container's cgroup: every child we make is born there. */
   expect(c->sync_fd, SYNC_CGROUP_JOINED);
+  cm_debug("in the container's cgroup; joining its namespaces");
   /* Before joining a user namespace, whose root may not write our non-dumpable /proc/self
    * files; the process inherits the value. Not root: our non-dumpable /proc/self files are host
    * root's, so dumpable for these writes, still outside the container (nothing in it can see us
@@ -117,6 +120,9 @@ static void exec_child(const struct exec_child_config *c) {
   const struct spec_process *p = c->process;
   struct cm_error *err = NULL;
   int sync_fd = c->sync_fd;
+  cm_log_route_to_sync(sync_fd, "exec");
+  cm_debug("in the container's namespaces: setting up the process (terminal %s, cwd %s)",
+           p->terminal ? "yes" : "no", p->cwd ? p->cwd : "/");
 
   if (setsid() < 0) {
     cm_error_set(&err, errno, "setsid");
@@ -124,7 +130,7 @@ static void exec_child(const struct exec_child_config *c) {
   }
   if (p->terminal) {
     int master = console_setup_exec(p, &err);
-    if (master < 0)
+    if (master < 0 || (c->pty_onlcr_off && console_clear_onlcr(master, &err) < 0))
       fail(sync_fd, err);
     sync_send(sync_fd, SYNC_CONSOLE_FD, 0, NULL, master, NULL);
     close(master);
@@ -153,21 +159,9 @@ static void exec_child(const struct exec_child_config *c) {
     fail(sync_fd, err);
 
   /* A NOTIFY filter: its own listener goes to linux.seccomp.listenerPath through the runtime,
-   * as init's did (runc does the same for exec'd processes), so loaded now, as in init. */
+   * as init's did (runc does the same for exec'd processes), so loaded here, as in init: after
+   * the trampoline is made (below; issue 28: a NOTIFY rule for fchmod met its fchmod). */
   bool seccomp_early = c->seccomp && c->seccomp->notify;
-  if (seccomp_early) {
-    if (landlock_enforce(&ll, &err) < 0)
-      fail(sync_fd, err);
-    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
-      fail(sync_fd, err);
-    int listener = seccomp_program_load(c->seccomp, &err);
-    if (listener < 0)
-      fail(sync_fd, err);
-    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
-    close(listener);
-    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
-  }
-
   /* The last steps (linux/last_steps.h) as in init; their failures still reach `exec` over the
    * sync socket, which stays open until the program's execve (the runtime's EOF). */
   struct last_steps ls;
@@ -195,10 +189,23 @@ static void exec_child(const struct exec_child_config *c) {
     if (rc < 0)
       fail(sync_fd, err);
   }
+  if (seccomp_early) {
+    if (landlock_enforce(&ll, &err) < 0)
+      fail(sync_fd, err);
+    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
+      fail(sync_fd, err);
+    int listener = seccomp_program_load(c->seccomp, &err);
+    if (listener < 0)
+      fail(sync_fd, err);
+    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
+    close(listener);
+    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
+  }
   /* Nothing of the runtime's reaches the process but the fds asked for (CVE-2024-21626 class). */
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)
     fail(sync_fd, err);
   reset_signals();
+  cm_debug("exec %s%s", exe, c->exec_direct ? "" : " (through the sealed trampoline: credentials, filters)");
   if (c->exec_direct)
     last_steps_exec_here(&ls, exe, p->args.items, envp);
   exec_trampoline_exec(&trampoline, exe, p->args.items, keep, n_keep, envp);

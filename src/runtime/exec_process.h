@@ -22,6 +22,9 @@ struct exec_child_config {
   int ns_fds[SPEC_NS_COUNT]; /* without a pidfd: an fd of /proc/PID/ns/TYPE to join, else -1 */
   int preserve_fds;
   bool exec_direct; /* as init_config.exec_direct */
+  /* The runtime proxies the pty itself (no --console-socket): ONLCR off before the process runs
+   * (linux/console.h), not after the runtime got the master, which would race its first output. */
+  bool pty_onlcr_off;
   const struct seccomp_program *seccomp; /* NULL: none */
   /* A policy profile's filter, loaded just before `seccomp` as in init; NULL: none. */
   const struct seccomp_program *seccomp_stacked;

@@ -99,8 +99,11 @@ int hooks_run(const struct spec_hook_list *hooks, enum spec_hook_kind kind, cons
   const struct spec_hook_list *list = &hooks[kind];
   for (size_t i = 0; i < list->count; i++) {
     struct cm_error *one = NULL;
-    if (hook_run_one(&list->items[i], spec_hook_kind_name(kind), i, state_json, how, &one) == 0)
+    cm_debug("hooks.%s[%zu]: run %s", spec_hook_kind_name(kind), i, list->items[i].path);
+    if (hook_run_one(&list->items[i], spec_hook_kind_name(kind), i, state_json, how, &one) == 0) {
+      cm_debug("hooks.%s[%zu]: done", spec_hook_kind_name(kind), i);
       continue;
+    }
     if (!how || !how->keep_going) {
       *err = one;
       return -1;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "linux/inherited_mounts.h"
 #include "linux/seccomp_listener.h"
 #include "runtime/container.h"
 #include "runtime/egress.h"
@@ -60,7 +61,7 @@ static struct spec *load_config_for_hooks(const struct container *o) {
 
 int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_error **err) {
   struct container o;
-  if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
+  if (container_open(ctx, id, STATE_DIR_WRITE_AFTER_CREATE, &o, err) < 0)
     return -1;
   int rc = -1;
   int fd = -1, notify_sock = -1;
@@ -88,6 +89,7 @@ int runtime_start(const struct runtime_context *ctx, const char *id, struct cm_e
     goto out;
   }
   unlinkat(o.dirfd, "exec.fifo", 0);
+  cm_debug("start %s: init %d released (exec.fifo); waiting for its exec", id, (int)o.st.pid);
   /* Started: what the lock guards is done. What follows waits for init (paused meanwhile, it
    * waits until `resume`) and runs hooks (which may run codemode on this container): unlocked. */
   s = load_config_for_hooks(&o);
@@ -137,7 +139,8 @@ int runtime_start_at_once(const struct runtime_context *ctx, const char *id, con
    * (or when init dies), after the startContainer hooks, so poststart runs after it. Before
    * that, init may hand over a supervisor's listener. */
   for (;;) {
-    struct pollfd pfd = {.fd = start_sock, .events = listener ? POLLIN : 0};
+    /* With --debug, init's last lines (startContainer hooks, the exec) are read and logged. */
+    struct pollfd pfd = {.fd = start_sock, .events = listener || cm_log_debug_enabled() ? POLLIN : 0};
     while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
       ;
     if (!(pfd.revents & POLLIN))
@@ -209,6 +212,8 @@ int runtime_kill(const struct runtime_context *ctx, const char *id, int signo, b
   struct container o;
   if (container_open(ctx, id, STATE_DIR_WRITE, &o, err) < 0)
     return -1;
+  cm_debug("kill %s: signal %d%s, status %s, init pid %d", id, signo, all ? " to every process (--all)" : "",
+           container_status_name(o.status), (int)o.st.pid);
   int rc = 0;
   if (o.status == STATUS_STOPPED && all) {
     /* --all still reaches what is left in the cgroup (processes that outlived init without a
@@ -276,6 +281,8 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
     return -1;
   }
   int rc = -1;
+  cm_debug("delete %s: status %s, init pid %d%s", id, container_status_name(o.status), (int)o.st.pid,
+           force ? ", --force" : "");
   bool alive = o.status != STATUS_STOPPED && o.status != STATUS_CREATING;
   /* The leftover of a killed create (we hold the lock, so none is running): whatever it
    * recorded in creating.json — stage1 or init, the cgroup — is killed like a created one. */
@@ -308,6 +315,10 @@ int runtime_delete_with_spec(const struct runtime_context *ctx, const char *id, 
     egress_supervisor_stop(o.dirfd, &ignored);
     cm_error_freep(&ignored);
   }
+  /* Mounts init made in our inherited mount namespace (linux/inherited_mounts.h). */
+  inherited_mounts_remove(o.dirfd, o.st.rootfs);
+  if (o.cgroup)
+    cm_debug("delete %s: removing cgroup %s", id, cgroup_path(o.cgroup));
   if (o.cgroup && cgroup_destroy(o.cgroup, err) < 0)
     goto out;
   struct spec *kept = o.status != STATUS_CREATING && spec == NULL ? load_config_for_hooks(&o) : NULL;
@@ -405,6 +416,7 @@ int runtime_list(const struct runtime_context *ctx, struct container_summary **o
     s->pid = o.status == STATUS_STOPPED ? 0 : o.st.pid;
     s->status = strdup(container_status_name(o.status));
     s->bundle = strdup(o.st.bundle ? o.st.bundle : "");
+    s->rootfs = strdup(o.st.rootfs ? o.st.rootfs : "");
     s->created = strdup(o.st.created ? o.st.created : "");
     s->owner = o.st.owner && *o.st.owner ? strdup(o.st.owner) : owner_of(o.dirfd);
     container_close(&o);
@@ -421,6 +433,7 @@ void container_summaries_free(struct container_summary *s, size_t n) {
     free(s[i].id);
     free(s[i].status);
     free(s[i].bundle);
+    free(s[i].rootfs);
     free(s[i].created);
     free(s[i].owner);
   }

@@ -165,6 +165,7 @@ struct container_summary {
   pid_t pid;
   char *status;
   char *bundle;
+  char *rootfs; /* absolute, as in `state` (runc lists it too) */
   char *created;
   char *owner;
 };

@@ -14,6 +14,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
+#include "runtime/lock_holder.h"
 #include "util/cleanup.h"
 
 const char *container_status_name(enum container_status s) {
@@ -78,7 +79,7 @@ int state_dir_create(const char *root, const char *id, struct cm_error **err) {
   }
   if (made < 0) {
     if (errno == EEXIST)
-      return cm_error_set(err, 0, "container with id exists: %s", id);
+      return cm_error_set(err, 0, "container with given ID already exists: \"%s\"", id);
     return cm_error_set(err, errno, "create state directory %s", dir);
   }
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -99,21 +100,31 @@ bool state_dir_exists(const char *root, const char *id) {
 
 /* The exclusive lock of a writer. Every holder but create keeps it for bounded work (a file
  * write, a freeze, a kill and its wait); create keeps it until init is ready, which its hooks and
- * the container decide, without bound. Waiting behind a create could be forever (a hook that
- * runs codemode on its own container, an init that never reports), so a writer that finds one
- * at work refuses at once; runc, for which a container does not exist before its state is
- * written, refuses too. A create is at work when the lock is held and state.json is not there
- * yet (a delete that already removed it looks the same, and is as brief). */
-static int lock_for_writing(int fd, const char *id, struct cm_error **err) {
+ * the container decide, without bound. Waiting behind a create could be forever when the waiter
+ * is what the create waits for (its hook running codemode on its own container), so a writer
+ * that finds one at work refuses at once; `start` (wait_for_create) waits for it unless the
+ * create is its own ancestor, or cannot be told from one. A create is at work when the lock is
+ * held and state.json is not there yet (a delete that already removed it looks the same, and is
+ * as brief). */
+static int lock_for_writing(int fd, const char *id, bool wait_for_create, struct cm_error **err) {
   if (flock(fd, LOCK_EX | LOCK_NB) == 0)
     return 0;
   if (errno != EWOULDBLOCK)
     return cm_error_set(err, errno, "lock the state of container \"%s\"", id);
-  if (faccessat(fd, "state.json", F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-    return cm_error_set(err, 0,
-                        "container \"%s\" is busy: another codemode process is creating (or removing) it; try "
-                        "again when it is done",
-                        id);
+  if (faccessat(fd, "state.json", F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+    if (!wait_for_create)
+      return cm_error_set(err, 0,
+                          "container \"%s\" is busy: another codemode process is creating (or removing) it; "
+                          "try again when it is done",
+                          id);
+    pid_t holder = flock_holder_pid(fd);
+    if (holder <= 0 || pid_is_our_ancestor(holder))
+      return cm_error_set(err, 0,
+                          "container \"%s\" is busy: it is being created by codemode process %d, which %s; "
+                          "waiting for it could wait for ourselves (a hook of that create?): start it after "
+                          "create returns",
+                          id, (int)holder, holder <= 0 ? "could not be identified" : "is an ancestor of this one");
+  }
   if (flock(fd, LOCK_EX) < 0)
     return cm_error_set(err, errno, "lock the state of container \"%s\"", id);
   return 0;
@@ -126,10 +137,10 @@ int state_dir_open(const char *root, const char *id, enum state_dir_access acces
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
-      return cm_error_set(err, 0, "container \"%s\" does not exist", id);
+      return cm_error_set(err, 0, "container does not exist: \"%s\"", id);
     return cm_error_set(err, errno, "open state directory %s", dir);
   }
-  if (access == STATE_DIR_WRITE && lock_for_writing(fd, id, err) < 0) {
+  if (access != STATE_DIR_READ && lock_for_writing(fd, id, access == STATE_DIR_WRITE_AFTER_CREATE, err) < 0) {
     close(fd);
     return -1;
   }
@@ -137,7 +148,7 @@ int state_dir_open(const char *root, const char *id, enum state_dir_access acces
   struct stat st;
   if (fstat(fd, &st) < 0 || st.st_nlink == 0) {
     close(fd);
-    return cm_error_set(err, 0, "container \"%s\" does not exist", id);
+    return cm_error_set(err, 0, "container does not exist: \"%s\"", id);
   }
   return fd;
 }

@@ -47,7 +47,7 @@ int container_id_validate(const char *id, struct cm_error **err);
 
 /* <root>/<id>; malloc'd. */
 char *state_dir_path(const char *root, const char *id);
-/* mkdir <root> (0700) and <root>/<id>; EEXIST → "container with id exists: ID". Returns the dir fd. */
+/* mkdir <root> (0700) and <root>/<id>; EEXIST → "container with given ID already exists: \"ID\"" (runc's words, which engines match). Returns the dir fd. */
 int state_dir_create(const char *root, const char *id, struct cm_error **err);
 /* How a command opens an existing state dir. The rule that keeps commands from waiting on each
  * other forever: whoever holds the lock never waits, while holding it, for anything a container,
@@ -56,7 +56,10 @@ int state_dir_create(const char *root, const char *id, struct cm_error **err);
  *                    by rename, so a reader needs none and never waits.
  *   STATE_DIR_WRITE  the exclusive flock, serialising the commands that change the container;
  *                    refused at once while a create is still at work on it. */
-enum state_dir_access { STATE_DIR_READ, STATE_DIR_WRITE };
+/* STATE_DIR_WRITE_AFTER_CREATE: a writer that waits for a create at work instead of refusing
+ * (start, which scripts issue while `create --detach`… is finishing; runc's waits too), unless the
+ * create is one of its ancestors (its hook), which would deadlock. */
+enum state_dir_access { STATE_DIR_READ, STATE_DIR_WRITE, STATE_DIR_WRITE_AFTER_CREATE };
 /* Missing → `container "ID" does not exist`. Returns the dir fd (locked for STATE_DIR_WRITE). */
 int state_dir_open(const char *root, const char *id, enum state_dir_access access, struct cm_error **err);
 int state_dir_remove(const char *root, const char *id, struct cm_error **err);

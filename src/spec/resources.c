@@ -57,18 +57,13 @@ static int parse_device_rule(struct jctx *c, yajl_val v, struct spec_device_rule
     strcpy(d->access, "rwm");
     return 0;
   }
-  bool r = false, w = false, m = false;
-  for (const char *p = access; *p; p++) {
-    if (*p == 'r')
-      r = true;
-    else if (*p == 'w')
-      w = true;
-    else if (*p == 'm')
-      m = true;
-    else {
-      jpush_key(c, "access");
-      return jerr(c, err, "invalid access \"%s\" (expected a combination of r, w and m)", access);
-    }
+  /* Letters other than r, w and m are ignored, as runc does (its tests and `update --resources`
+   * callers send "rwa"); the kernel's rule format has only those three. */
+  bool r = strchr(access, 'r') != NULL, w = strchr(access, 'w') != NULL, m = strchr(access, 'm') != NULL;
+  if (!r && !w && !m) {
+    /* A rule that names no access would allow or deny nothing (runc fails it at start). */
+    jpush_key(c, "access");
+    return jerr(c, err, "access \"%s\" names none of r, w and m (read, write, mknod)", access);
   }
   size_t n = 0;
   if (r)

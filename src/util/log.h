@@ -1,5 +1,7 @@
 /* The one piece of global mutable state: the logger.
- * Text or JSON lines ({"level":…,"msg":…,"time":…}) to the --log file (stderr by default).
+ * runc's (logrus) line shapes, text `time="…Z" level=… msg="…"` or JSON {"level":…,"msg":…,
+ * "time":…}, to the --log file (stderr by default); in a container-side process, over the sync
+ * socket to the runtime (cm_log_route_to_sync).
  * Errors are also printed to stderr by the CLI; the log file is what containerd's shim reads. */
 #ifndef CM_UTIL_LOG_H
 #define CM_UTIL_LOG_H
@@ -12,6 +14,12 @@ enum cm_log_format { CM_LOG_TEXT, CM_LOG_JSON };
 /* path == NULL: stderr. Returns -1 with errno if the file cannot be opened. */
 int cm_log_init(const char *path, enum cm_log_format format, bool debug);
 void cm_log(enum cm_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One line as it is (no routing): the runtime writing what a container-side process sent. */
+void cm_log_line(enum cm_log_level level, const char *msg);
+/* In a process on the container's side of the sync socket (stage1, init, an exec'd process):
+ * every line goes to the runtime as SYNC_LOG ("WHO[pid]: msg"), which logs it. -1: no longer
+ * (the socket is closed): debug lines are dropped from then on. */
+void cm_log_route_to_sync(int sync_fd, const char *who);
 bool cm_log_debug_enabled(void);
 /* true when the log goes to a file (not stderr): the CLI then prints errors to stderr too. */
 bool cm_log_is_file(void);

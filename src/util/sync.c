@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/un.h>
 #include "util/cleanup.h"
+#include "util/log.h"
 
 #include <errno.h>
 #include <string.h>
@@ -52,7 +53,25 @@ int sync_send(int sock, uint32_t type, int64_t value, const char *text, int fd, 
   return 0;
 }
 
+static int sync_recv_one(int sock, struct sync_msg *msg, int *fd_out, struct cm_error **err);
+
 int sync_recv(int sock, struct sync_msg *msg, int *fd_out, struct cm_error **err) {
+  for (;;) {
+    int r = sync_recv_one(sock, msg, fd_out, err);
+    if (r != 0 || msg->type != SYNC_LOG)
+      return r;
+    /* A container-side process's log line (util/log.h): written, and on to what was asked for. */
+    if (fd_out && *fd_out >= 0) {
+      close(*fd_out);
+      *fd_out = -1;
+    }
+    enum cm_log_level level = msg->value >= CM_LOG_ERROR && msg->value <= CM_LOG_DEBUG ? (enum cm_log_level)msg->value
+                                                                                        : CM_LOG_DEBUG;
+    cm_log_line(level, msg->text);
+  }
+}
+
+static int sync_recv_one(int sock, struct sync_msg *msg, int *fd_out, struct cm_error **err) {
   if (fd_out)
     *fd_out = -1;
   memset(msg, 0, sizeof(*msg));

@@ -29,7 +29,9 @@ enum sync_msg_type {
   SYNC_MOUNTS_DONE,       /* parent → stage1: no more SYNC_MOUNT_FD */
   SYNC_LISTENER_READY,    /* last steps → parent, a plain write(2): the supervisor's seccomp
                            * listener is loaded (linux/seccomp_listener.h); the parent takes it */
-  SYNC_LISTENER_TAKEN     /* parent → last steps: the supervisor has it (a plain read(2)) */
+  SYNC_LISTENER_TAKEN,    /* parent → last steps: the supervisor has it (a plain read(2)) */
+  SYNC_LOG                /* child → parent: value = level, text = a log line's msg; sync_recv
+                           * writes it to the log and goes on to the next message */
 };
 
 struct sync_msg {

@@ -332,9 +332,10 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
   run_cm create --bundle "$BUNDLE" "$CID"
   echo "exit $status; output: $output"
   [ "$status" -eq 1 ]
-  grep -qiE "exists" <<<"$output"
+  # runc's phrase, which engines and scripts match (issue 28), with the id.
+  grep -qF "container with given ID already exists" <<<"$output"
   if codemode_part error-wording; then
-    grep -qF -- "$CID" <<<"$output"
+    grep -qF -- "already exists: \"$CID\"" <<<"$output"
   fi
   [ "$(state_field "$CID" status)" = created ]
   [ "$(state_field "$CID" pid)" = "$pid" ]
@@ -485,6 +486,18 @@ maps='.linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
               | .linux.sysctl = {"net.ipv4.ip_forward": (if "'"$before"'" == "1" then "0" else "1" end)}' \
     'net\.ipv4\.ip_forward' 'network namespace|namespace'
   [ "$(cat /proc/sys/net/ipv4/ip_forward)" = "$before" ]
+}
+
+@test "bad input: .hostname with linux.sysctl kernel.hostname (two fields for one value)" {
+  bad_config '.hostname = "h1" | .linux.sysctl = {"kernel.hostname": "h2"}' \
+    'kernel\.hostname' 'conflicts with .hostname'
+}
+
+@test "bad input: .domainname with linux.sysctl kernel.domainname" {
+  # runc 1.1.5 has no .domainname (runc11-unsupported): it starts and sets the sysctl's.
+  codemode_only runc11-unsupported
+  bad_config '.domainname = "d1" | .linux.sysctl = {"kernel.domainname": "d2"}' \
+    'kernel\.domainname' 'conflicts with .domainname'
 }
 
 @test "bad input: sysctl name that walks out of /proc/sys" {

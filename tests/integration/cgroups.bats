@@ -274,6 +274,24 @@ start_detached() {
   [ "$(echo $stdout)" = "fuse:open zero:open null:open" ]
 }
 
+# runc ignores access letters other than r, w and m ("rwa" in its own tests and from
+# `update --resources` callers): the rule applies with the letters it knows (issue 28).
+@test "a device rule's access letters beyond r, w and m are ignored, as runc does" {
+  [ -c /dev/fuse ] || skip "no /dev/fuse to open"
+  set_args sh -c 'if (exec 3<>/dev/fuse) 2>/dev/null; then echo fuse:rw; else echo fuse:denied; fi
+    if (exec 3</dev/zero) 2>/dev/null; then echo zero:r; else echo zero:denied; fi
+    if (exec 3>/dev/zero) 2>/dev/null; then echo zero:w; else echo zero:no-w; fi'
+  set_cfg '.linux.devices = [{path: "/dev/fuse", type: "c", major: 10, minor: 229, fileMode: 438},
+                             {path: "/dev/zero", type: "c", major: 1, minor: 5, fileMode: 438}]
+    | .linux.resources.devices = [{allow: false, access: "rwm"},
+                                  {allow: true, type: "c", major: 10, minor: 229, access: "rwa"},
+                                  {allow: true, type: "c", major: 1, minor: 5, access: "rx"}]'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(echo $stdout)" = "fuse:rw zero:r zero:no-w" ]
+}
+
 # cg_dirs PID: "CONTROLLERS DIR" per hierarchy PID is in (v1 lines and cgroup2's "0::").
 cg_dirs() {
   local n ctrls path mnt

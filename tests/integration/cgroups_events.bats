@@ -79,7 +79,7 @@ start_detached() {
   [ "$status" -ne 0 ]
   [[ "$stderr" == *"does not exist"* ]]
   if codemode_part error-wording; then
-    [[ "$stderr" == *"container \"nosuch-$CID\" does not exist"* ]]
+    [[ "$stderr" == *"container does not exist: \"nosuch-$CID\""* ]]
   fi
   set_args true
   run_cm create -b "$BUNDLE" "$CID"

@@ -81,9 +81,9 @@ load ../lib/helpers
   run --separate-stderr cm state nosuch
   [ "$status" -eq 1 ]
   [ -z "$output" ]
-  [[ "$stderr" == *"container "*"does not exist"* ]]
+  [[ "$stderr" == *"container does not exist"* ]]
   if codemode_part error-wording; then
-    [ "$stderr" = 'codemode: container "nosuch" does not exist' ]
+    [ "$stderr" = 'codemode: container does not exist: "nosuch"' ]
   fi
 }
 
@@ -93,9 +93,9 @@ load ../lib/helpers
     run --separate-stderr cm "$c" nosuch
     echo "command $c: $status: $stderr"
     [ "$status" -eq 1 ]
-    [[ "$stderr" == *"container "*"does not exist"* ]]
+    [[ "$stderr" == *"container does not exist"* ]]
     if codemode_part error-wording; then
-      [[ "$stderr" == *'container "nosuch" does not exist'* ]]
+      [[ "$stderr" == *'container does not exist: "nosuch"'* ]]
     fi
   done
 }
@@ -185,9 +185,9 @@ FEATURES_1_2_SHAPE='
   jq -e -s 'all(.[]; has("level") and has("msg") and has("time"))' "$log"
   # The last error line is what containerd-shim-runc-v2 shows the user.
   run jq -r -s '[.[] | select(.level == "error")] | last | .msg' "$log"
-  [[ "$output" == *"container "*"does not exist"* ]]
+  [[ "$output" == *"container does not exist"* ]]
   if codemode_part error-wording; then
-    [[ "$output" == *'container "nosuch" does not exist'* ]]
+    [[ "$output" == *'container does not exist: "nosuch"'* ]]
   fi
 }
 
@@ -208,12 +208,75 @@ FEATURES_1_2_SHAPE='
   fi
 }
 
-@test "--debug is accepted and says more in the log" {
+# runc's logrus shapes (issue 28): text `time="…Z" level=… msg="…"` (runc may add fields after
+# msg), JSON {"level","msg","time"}, the time RFC 3339 to the second.
+log_lines_are_text() {
+  local line n=0
+  while IFS= read -r line; do
+    n=$((n + 1))
+    [[ $line =~ ^time=\"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\"\ level=(debug|info|warning|error)\ msg= ]] || {
+      echo "not a logrus text line: $line"
+      return 1
+    }
+  done <"$1"
+  [ "$n" -gt 0 ]
+}
+
+@test "--debug --log FILE: logrus text lines with the steps of a start, the container's own among them" {
   local log=$TEST_DIR/debug.log
-  set_args true
+  set_args echo hello
   run_cm --debug --log "$log" run -b "$BUNDLE" "$CID"
+  echo "$output"
+  cat "$log"
   [ "$status" -eq 0 ]
-  [ -s "$log" ]
+  # The container's output is its own: no log line reached it.
+  [ "$stdout" = hello ]
+  log_lines_are_text "$log"
+  grep -q 'level=debug' "$log"
+  if codemode_part debug-steps; then
+    grep -q 'msg="config .*config.json: parsed' "$log"
+    grep -q 'msg="cgroup: ' "$log"
+    grep -q 'msg="namespaces: ' "$log"
+    # init's lines, sent over the sync socket and written by the runtime.
+    grep -q 'msg="init\[1\]: mount proc on /proc' "$log"
+    grep -q 'msg="init\[1\]: rootfs .*: pivot_root' "$log"
+    grep -q 'msg="init\[1\]: start: exec /bin/echo' "$log"
+  fi
+}
+
+@test "--debug without --log writes the lines to stderr, never to the container's stdout" {
+  set_args echo hello
+  run_cm --debug run -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  [ "$stdout" = hello ]
+  printf '%s\n' "$stderr" | grep -v '^$' >"$TEST_DIR/stderr"
+  log_lines_are_text "$TEST_DIR/stderr"
+  if codemode_part debug-steps; then
+    grep -q 'msg="init\[1\]: mount ' "$TEST_DIR/stderr"
+  fi
+}
+
+@test "--debug --log-format json: every line {level,msg,time}; exec's steps too; nothing without --debug" {
+  set_args sleep 1000
+  run_cm run -d -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  local log=$TEST_DIR/exec.json
+  run_cm --debug --log "$log" --log-format json exec "$CID" echo hi
+  cat "$log"
+  [ "$status" -eq 0 ]
+  [ "$stdout" = hi ]
+  jq -e -s 'length > 0 and all(.[]; (.level | type == "string") and (.msg | type == "string")
+    and (.time | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")))' "$log"
+  jq -e -s 'any(.[]; .level == "debug")' "$log"
+  if codemode_part debug-steps; then
+    jq -e -s 'any(.[]; .msg | test("^exec .*: process echo"))' "$log"
+    jq -e -s 'any(.[]; .msg | test("^exec\\[[0-9]+\\]: exec /bin/echo"))' "$log"
+  fi
+  # Off: no debug line at all.
+  local quiet=$TEST_DIR/quiet.json
+  run_cm --log "$quiet" --log-format json exec "$CID" echo hi
+  [ "$status" -eq 0 ]
+  [ ! -s "$quiet" ] || ! jq -e -s 'any(.[]; .level == "debug")' "$quiet"
 }
 
 @test "--cgroup-manager cgroupfs and disabled are accepted" {

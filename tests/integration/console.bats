@@ -200,3 +200,28 @@ wait_receiver() {
   [ "$status" -eq 0 ]
   [ "$output" = through-dev-stdout ]
 }
+
+# runc 1.1.5 clears ONLCR on the container's pty it proxies in the foreground and leaves the host
+# terminal's output processing alone (raw for input only): redirected output holds the program's
+# own bytes, `hello\n`, and a terminal still shows `\r\n` (issue 28; the test above).
+@test "a foreground run with a terminal writes hello\\n, not hello\\r\\n, to a redirected stdout" {
+  bundle_set_terminal "$BUNDLE" true
+  set_args echo hello
+  timeout 30 "$CM_HELPER_DIR/ptyrun" sh -c '"$0" --root "$1" run -b "$2" "$3" >"$4"' \
+    "$CODEMODE" "$ROOT" "$BUNDLE" "$CID" "$TEST_DIR/bytes" </dev/null 3>&-
+  od -c "$TEST_DIR/bytes"
+  printf 'hello\n' >"$TEST_DIR/want"
+  cmp "$TEST_DIR/bytes" "$TEST_DIR/want"
+}
+
+@test "exec --tty in the foreground writes hello\\n to a redirected stdout" {
+  codemode_only runc-exec-onlcr-race
+  set_args sleep 1000
+  run_cm run --detach -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  timeout 30 "$CM_HELPER_DIR/ptyrun" sh -c '"$0" --root "$1" exec --tty "$2" echo hello >"$3"' \
+    "$CODEMODE" "$ROOT" "$CID" "$TEST_DIR/bytes" </dev/null 3>&-
+  od -c "$TEST_DIR/bytes"
+  printf 'hello\n' >"$TEST_DIR/want"
+  cmp "$TEST_DIR/bytes" "$TEST_DIR/want"
+}

@@ -113,7 +113,7 @@ recover_from() {
 @test "crash recovery: delete of a create killed before anything was made finds nothing to do" {
   run_cm state "$CID"
   [ "$status" -eq 1 ]
-  grep -q "container \"$CID\" does not exist" <<<"$output"
+  grep -q "container does not exist: \"$CID\"" <<<"$output"
   # delete --force of a container that does not exist succeeds (runc, crun; containerd relies on it).
   run_cm delete --force "$CID"
   [ "$status" -eq 0 ]

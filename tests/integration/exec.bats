@@ -160,7 +160,7 @@ EOF
   [ "$status" -eq 255 ]
   [[ "$stderr" == *"does not exist"* ]]
   if codemode_part error-wording; then
-    [[ "$stderr" == *'container "nosuch-container" does not exist'* ]]
+    [[ "$stderr" == *'container does not exist: "nosuch-container"'* ]]
   fi
 }
 

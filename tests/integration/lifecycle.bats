@@ -101,7 +101,7 @@ load ../lib/helpers
   [ "$status" -eq 1 ]
   [[ "$stderr" == *"does not exist"* ]]
   if codemode_part error-wording; then
-    [[ "$stderr" == *"container \"$CID\" does not exist"* ]]
+    [[ "$stderr" == *"container does not exist: \"$CID\""* ]]
   fi
   [ ! -e "$ROOT/$CID" ]
 }
@@ -263,7 +263,7 @@ load ../lib/helpers
   [ "$status" -eq 1 ]
   [[ "$stderr" == *"does not exist"* ]]
   if codemode_part error-wording; then
-    [[ "$stderr" == *'container "nosuch" does not exist'* ]]
+    [[ "$stderr" == *'container does not exist: "nosuch"'* ]]
   fi
   # An id no container could have is still refused, even with --force.
   run --separate-stderr cm delete --force ../x

@@ -43,6 +43,17 @@ make_two() {
     and all(.[]; .pid > 0 and (.bundle | type == "string"))'
 }
 
+@test "list --format json gives each container's rootfs, as state does (issue 28)" {
+  make_two
+  run --separate-stderr cm list --format json
+  [ "$status" -eq 0 ]
+  echo "$output"
+  local want
+  want=$(cd "$BUNDLE/rootfs" && pwd -P)
+  echo "$output" | jq -e --arg r "$want" 'length == 2 and all(.[]; .rootfs == $r)'
+  [ "$(echo "$output" | jq -r --arg a "$CID-a" '.[] | select(.id == $a) | .rootfs')" = "$(state_field "$CID-a" rootfs)" ]
+}
+
 @test "list --format json of an empty root is an empty array" {
   run --separate-stderr cm list --format json
   [ "$status" -eq 0 ]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # No command waits on a lock held by a process that waits for the container: state, list, ps
 # take no lock; start and exec give theirs up before waiting for the container's processes;
-# poststop hooks run once the state is gone; a writer meeting a create at work fails at once.
+# poststop hooks run once the state is gone; a writer meeting a create at work fails at once,
+# but start waits for it (not from that create's own hook).
 # Every wait below is bounded by QUICK seconds: a command that blocks fails the test.
 
 load ../lib/helpers
@@ -115,6 +116,64 @@ SH
 }
 
 # Stops create at a point with CODEMODE_TEST_PAUSE_AT (src/runtime/create.c).
+# issue 28: start issued while the create is finishing waits for it, then starts the container.
+@test "start issued while a create is at work waits for it, then starts the container" {
+  codemode_only state-while-creating
+  set_args sleep 1000
+  CODEMODE_TEST_PAUSE_AT=ready "$CODEMODE" --root "$ROOT" create -b "$BUNDLE" "$CID" \
+    </dev/null >"$TEST_DIR/create.out" 2>"$TEST_DIR/create.err" 3>&- &
+  local create_pid=$!
+  bg_track "$create_pid"
+  local tries=100
+  until grep -q "paused at ready" "$TEST_DIR/create.err" || [ "$tries" -eq 0 ]; do
+    sleep 0.1
+    tries=$((tries - 1))
+  done
+  grep -q "paused at ready" "$TEST_DIR/create.err"
+  quick start "$CID" >"$TEST_DIR/start.out" 2>&1 &
+  local start_pid=$!
+  bg_track "$start_pid"
+  sleep 1
+  # Still waiting for the create (not failed, not started).
+  kill -0 "$start_pid"
+  [ "$(quick state "$CID" | jq -r .status)" = creating ]
+  kill -CONT "$create_pid"
+  local rc=0
+  wait "$create_pid" || rc=$?
+  cat "$TEST_DIR/create.err"
+  [ "$rc" -eq 0 ]
+  rc=0
+  wait "$start_pid" || rc=$?
+  cat "$TEST_DIR/start.out"
+  [ "$rc" -eq 0 ]
+  wait_status "$CID" running
+}
+
+# The one start that must not wait: a hook of the create, which the create waits for.
+@test "a createRuntime hook that starts its own container is refused at once, not deadlocked" {
+  cat >"$TEST_DIR/start.sh" <<'SH'
+#!/bin/sh
+# $1 codemode, $2 root, $3 log; the state JSON on stdin names the container.
+id=$(jq -r .id)
+out=$(timeout -s KILL 5 "$1" --root "$2" start "$id" 2>&1)
+echo "rc=$? $out" >>"$3"
+SH
+  chmod +x "$TEST_DIR/start.sh"
+  set_cfg '.hooks = {createRuntime: [{path: $p, args: ["start.sh", $c, $r, $l], timeout: 10}]}' \
+    --arg p "$TEST_DIR/start.sh" --arg c "$CODEMODE" --arg r "$ROOT" --arg l "$TEST_DIR/hook.log"
+  set_args sleep 1000
+  CM_TIMEOUT=$QUICK run_cm create -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  cat "$TEST_DIR/hook.log"
+  # Failed, not killed by the timeout (137).
+  grep -q '^rc=1 ' "$TEST_DIR/hook.log"
+  if codemode_part error-wording; then
+    grep -q "is busy: it is being created by codemode process [0-9]*, which is an ancestor of this one" "$TEST_DIR/hook.log"
+  fi
+  [ "$(state_field "$CID" status)" = created ]
+}
+
 @test "while a create is at work, writers fail at once saying so, and readers answer" {
   codemode_only state-while-creating
   set_args sleep 1000
@@ -130,7 +189,7 @@ SH
   done
   grep -q "paused at ready" "$TEST_DIR/create.err"
   local verb
-  for verb in "kill $CID KILL" "pause $CID" "delete --force $CID" "start $CID"; do
+  for verb in "kill $CID KILL" "pause $CID" "delete --force $CID"; do
     # shellcheck disable=SC2086 # the words of verb are the arguments
     run quick $verb
     echo "$verb: $status $output"

@@ -289,6 +289,26 @@ mounts_of() {
   [ -z "$(mounts_under "$BUNDLE")" ]
 }
 
+# The spec allows (r)unbindable; runc 1.1.5 fails both ("mount rootfs:rootfs … invalid argument":
+# it makes / unbindable before binding the rootfs onto itself). Issue 28.
+@test "rootfsPropagation unbindable and runbindable: the container starts with an unbindable root" {
+  codemode_only rootfs-unbindable
+  set_args sh -c 'awk '"'"'$5 == "/"'"'"' /proc/self/mountinfo; awk '"'"'$5 == "/proc"'"'"' /proc/self/mountinfo'
+  set_cfg '.linux.rootfsPropagation = "unbindable"'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "${lines[0]}" == *" unbindable - "* ]]
+  [[ "${lines[1]}" != *" unbindable - "* ]]
+  set_cfg '.linux.rootfsPropagation = "runbindable"'
+  run_cm run -b "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ "${lines[0]}" == *" unbindable - "* ]]
+  [[ "${lines[1]}" == *" unbindable - "* ]]
+  [ -z "$(mounts_under "$BUNDLE")" ]
+}
+
 # A "cgroup2" mount without a cgroup namespace is a bind of the container's own cgroup2 directory
 # (src/linux/mount_cgroup.c): mountinfo's root for it equals the path in /proc/self/cgroup, and
 # nothing above or beside it is visible.

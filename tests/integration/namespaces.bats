@@ -255,5 +255,40 @@ userns_bundle() {
   run_cm run -b "$BUNDLE" "$CID"
   [ "$status" -ne 0 ]
   [[ $stderr == *".mounts: needs a mount namespace"* ]]
+  [[ $stderr == *"the host's initial one"*"unshare -m"* ]]
+  [ "$(md5sum </proc/self/mountinfo)" = "$before" ]
+}
+
+# issue 28: from a mount namespace of the caller's own, the config's mounts are made there, as
+# runc 1.1.5 does (observed: `unshare -m` then runc run); codemode also detaches them at delete.
+@test "without a mount namespace, run from a private mount namespace: the mounts are made there" {
+  bundle_remove_namespace "$BUNDLE" mount
+  set_cfg '.linux.maskedPaths = [] | .linux.readonlyPaths = []'
+  set_args sh -c 'test -c /dev/null && test -r /proc/self/status && echo mounted'
+  local before
+  before=$(md5sum </proc/self/mountinfo)
+  cat >"$TEST_DIR/in-ns.sh" <<'SH'
+#!/bin/sh
+# $1 runtime, $2 root, $3 bundle, $4 id
+set -e
+mount --make-rprivate /
+"$1" --root "$2" run -b "$3" "$4"
+echo "left after run: $(grep -c " $3/rootfs" /proc/self/mountinfo || true)"
+"$1" --root "$2" run -d -b "$3" "$4-d"
+echo "while it exists: $(grep -c " $3/rootfs" /proc/self/mountinfo || true)"
+"$1" --root "$2" delete -f "$4-d"
+echo "left after delete: $(grep -c " $3/rootfs" /proc/self/mountinfo || true)"
+SH
+  chmod +x "$TEST_DIR/in-ns.sh"
+  run timeout 60 unshare -m "$TEST_DIR/in-ns.sh" "$CODEMODE" "$ROOT" "$BUNDLE" "$CID"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = mounted ]
+  [[ $output == *"while it exists: "[1-9]* ]]
+  if codemode_part inherited-mntns-cleanup; then
+    [[ $output == *"left after run: 0"* ]]
+    [[ $output == *"left after delete: 0"* ]]
+  fi
+  # Nothing in our own (the host's) namespace.
   [ "$(md5sum </proc/self/mountinfo)" = "$before" ]
 }

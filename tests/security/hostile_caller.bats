@@ -345,6 +345,28 @@ make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device,
   refused_clearly "root.path" "/etc"
 }
 
+# issue 28: before, "set propagation of /: Operation not permitted" from deep in init.
+@test "hostile caller: a mount namespace joined by path that the container's user namespace cannot own is refused, naming it, its owner and the way out" {
+  unshare -m --propagation private sleep 60 </dev/null >/dev/null 2>&1 3>&- &
+  local holder=$!
+  bg_track "$holder"
+  unshare -Um --map-root-user sleep 60 </dev/null >/dev/null 2>&1 3>&- &
+  local userns_holder=$!
+  bg_track "$userns_holder"
+  sleep 0.3
+  set_args true
+  set_cfg '(.linux.namespaces[] | select(.type == "mount")).path = $p' --arg p "/proc/$holder/ns/mnt"
+  run_mcp
+  refused_clearly "the mount namespace /proc/$holder/ns/mnt" "user namespace user:[" "the host's" \
+    "cannot administer" "Drop the mount namespace's path"
+  [[ $stderr != *"set propagation"* ]]
+  # Owned by another user namespace than the host's: joining that one is the other way out.
+  set_cfg '(.linux.namespaces[] | select(.type == "mount")).path = $p' --arg p "/proc/$userns_holder/ns/mnt"
+  run_mcp
+  refused_clearly "the mount namespace /proc/$userns_holder/ns/mnt" "user:[$(stat -L -c %i /proc/$userns_holder/ns/user)]" \
+    "join the user namespace that owns it"
+}
+
 # --- §3: update -------------------------------------------------------------------------------
 
 # limits: "MEMORY PIDS CPU-QUOTA" of $CID's cgroup, from cgroup v1 files or their v2 equivalents.

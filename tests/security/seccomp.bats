@@ -79,6 +79,31 @@ seccomp_rule() {
   [[ $stdout == *"errno 77 "* ]]
 }
 
+# Issue 28: a NOTIFY rule for the chmod family (what an agent that audits permission changes
+# asks for) must not meet the runtime's own calls: the container starts, and its chmod goes to the
+# agent (errno 77), for init and for an exec'd process. runc 1.1.5 on this bundle: the same.
+@test "seccomp NOTIFY for chmod, fchmod, fchmodat: the container starts and its chmod reaches the agent" {
+  local sock=$TEST_DIR/listener.sock
+  "$SECCOMP_LISTENER" "$sock" >"$TEST_DIR/listener.out" 2>&1 &
+  bg_track $!
+  wait_file "$sock" 5
+  set_cfg '.linux.seccomp = {"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": $p,
+    "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+    "syscalls": [{"names": ["chmod", "fchmod", "fchmodat"], "action": "SCMP_ACT_NOTIFY"}]}' --arg p "$sock"
+  # An existing file (busybox chmod stats it first); the agent's errno 77 is "File descriptor in
+  # bad state".
+  set_args sh -c 'chmod 600 /etc/passwd; echo "chmod rc=$?"; exec sleep 30'
+  run_cm run -d -b "$BUNDLE" "$CID"
+  cat "$TEST_DIR/listener.out" >&2
+  echo "$output"
+  [ "$status" -eq 0 ]
+  run_cm exec "$CID" sh -c 'chmod 600 /etc/passwd; echo "exec chmod rc=$?"'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"File descriptor in bad state"* ]]
+  [[ $stdout == *"exec chmod rc=1"* ]]
+}
+
 # allowlist_profile ERRNO [NAME…]: what Docker's default profile allows (its unconditional list,
 # plus arch_prctl and clone), minus every syscall newer than clone3's 435 and minus NAME…; every
 # other syscall gets ERRNO. Architectures as Docker lists them on x86_64.

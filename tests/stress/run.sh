@@ -142,7 +142,7 @@ check "no runtime fd reaches a container's init or exec'd process" "$work/fdleak
 
 # --- 3-6: concurrent operations on one id --------------------------------------------------------
 # Clear errors only: each failing call must say one of these.
-clear_error='does not exist|not running|stopped|still being created|is busy|with id exists|already running'
+clear_error='does not exist|not running|stopped|still being created|is busy|already exists|already running'
 
 # outcome RC LOG: "ok", or the error line, or "UNCLEAR: …"
 judge() {

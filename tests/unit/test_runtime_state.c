@@ -85,7 +85,7 @@ static void test_state_round_trip(void **state) {
   close(dirfd);
   assert_int_equal(state_dir_remove(dir, "c1", &err), 0);
   assert_int_equal(state_dir_open(dir, "c1", STATE_DIR_WRITE, &err), -1);
-  assert_string_equal(err->msg, "container \"c1\" does not exist");
+  assert_string_equal(err->msg, "container does not exist: \"c1\"");
   cm_error_free(err);
   assert_int_equal(rmdir(dir), 0);
 }

@@ -223,7 +223,8 @@ static const char full_json[] =
     "    "
     "\"devices\":[{\"allow\":false,\"access\":\"rwm\"},{\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":"
     "3,\"access\":\"mwr\"},"
-    "      {\"allow\":true,\"type\":\"b\",\"major\":8}],"
+    "      {\"allow\":true,\"type\":\"b\",\"major\":8},"
+    "      {\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":1,\"access\":\"wax\"}],"
     "    "
     "\"memory\":{\"limit\":-1,\"reservation\":1048576,\"swap\":2097152,\"kernel\":1,\"kernelTCP\":2,"
     "\"swappiness\":60,"
@@ -396,13 +397,14 @@ static void test_full_resources(void **state) {
   struct spec *s = load_ok(full_json);
   const struct spec_resources *r = &s->linux_.resources;
   assert_true(r->present);
-  assert_int_equal(r->n_devices, 3);
+  assert_int_equal(r->n_devices, 4);
   assert_true(r->devices[1].allow);
   assert_int_equal(r->devices[1].type, 'c');
   assert_string_equal(r->devices[1].access, "rwm"); /* normalized from "mwr" */
   assert_int_equal(r->devices[2].major, 8);
   assert_int_equal(r->devices[2].minor, -1);
   assert_string_equal(r->devices[2].access, "rwm");
+  assert_string_equal(r->devices[3].access, "w"); /* letters beyond r, w, m ignored, as runc (issue 28) */
   assert_true(r->memory.present);
   assert_true(r->memory.limit.set);
   assert_int_equal(r->memory.limit.value, -1);
