@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -77,9 +78,46 @@ static void test_own_addresses_refused(void **state) {
   assert_false(refused(&b, "198.51.100.77", NULL));
 }
 
+/* The host's own addresses, seen from a broker in another network namespace: guard_init also
+ * reads the initial namespace's (through /proc/1/ns/net, as a root broker does before it drops
+ * its privileges). Each address of the host's that is not internal anyway (this machine kind's
+ * eth0 is in 192.0.2.0/24, which the internal ranges leave out) must be refused as the
+ * machine's own from inside the new namespace, where no interface has it. */
+static void test_host_addresses_refused_from_another_netns(void **state) {
+  char host[16][128];
+  size_t n = 0;
+  FILE *f = geteuid() == 0 ? popen("ip -o addr show 2>/dev/null | awk '{print $4}'", "r") : NULL;
+  char line[128];
+  while (f && n < 16 && fgets(line, sizeof(line), f)) {
+    line[strcspn(line, "/\n")] = '\0';
+    struct addr a = {.family = strchr(line, ':') ? AF_INET6 : AF_INET};
+    const char *why;
+    if (inet_pton(a.family, line, a.bytes) == 1 && !egress_addr_is_internal(a.family, a.bytes, &why))
+      snprintf(host[n++], sizeof(host[0]), "%s", line);
+  }
+  if (f)
+    pclose(f);
+  if (n == 0 || unshare(CLONE_NEWNET) < 0) {
+    skip(); /* root, and a host address outside the internal ranges, are needed */
+    return;
+  }
+  struct broker b = {0};
+  char why[256];
+  assert_int_equal(guard_init(&b, why, sizeof(why)), 0);
+  for (size_t i = 0; i < n; i++) {
+    const char *w = NULL;
+    assert_true(refused(&b, host[i], &w));
+    assert_string_equal(w, "an address of this machine");
+  }
+  assert_false(refused(&b, "198.51.100.77", NULL));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_internal_forms_refused),
+      /* First: it reads the addresses of the namespace the test starts in (the host's); the
+       * next one leaves the process in a namespace of its own. */
+      cmocka_unit_test(test_host_addresses_refused_from_another_netns),
       cmocka_unit_test(test_own_addresses_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,8 +6,8 @@
  *     of each), or
  *   - one of this machine's own: an address (local, peer or broadcast, and the subnet's
  *     broadcast) of any interface of the broker's network namespace, and of the host's initial
- *     namespace when the broker runs in another one (a root broker opens a netlink socket there
- *     before it drops its privileges). A public name answering with one of them (a wildcard
+ *     namespace when the broker runs in another one (a root broker opens a netlink socket there,
+ *     through pid 1's or kthreadd's namespace link, before it drops its privileges). A public name answering with one of them (a wildcard
  *     DNS entry, a rebind) would reach services the machine binds to 0.0.0.0.
  * The lists are re-read whenever the kernel says an address changed: each namespace has a
  * socket subscribed to the address groups, drained (without blocking) before every check. A
@@ -162,6 +162,25 @@ static bool refresh(struct guard *g) {
   return ok && !g->overflow;
 }
 
+/* The host's initial network namespace: pid 1's, or where pid 1 may not be inspected (seen on
+ * this project's machines: its /proc/1/ns links are EACCES even to root) a kernel thread's:
+ * kthreadd, pid 2 in the initial pid namespace, and every kernel thread live in the initial
+ * namespaces. Not pid 2 under another name (inside a pid namespace it is someone's process). */
+static int open_initial_netns(void) {
+  int fd = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0)
+    return fd;
+  char comm[32] = "";
+  int cfd = open("/proc/2/comm", O_RDONLY | O_CLOEXEC);
+  if (cfd < 0)
+    return -1;
+  ssize_t n = read(cfd, comm, sizeof(comm) - 1);
+  close(cfd);
+  if (n <= 0 || strncmp(comm, "kthreadd\n", 9) != 0)
+    return -1;
+  return open("/proc/2/ns/net", O_RDONLY | O_CLOEXEC);
+}
+
 int guard_init(struct broker *b, char *why, size_t why_len) {
   struct guard *g = calloc(1, sizeof(*g));
   if (g == NULL || open_ns(g) < 0) {
@@ -172,7 +191,7 @@ int guard_init(struct broker *b, char *why, size_t why_len) {
   /* The host's initial namespace, when ours is another and we may enter it (root): the
    * socket stays there after we come back. */
   struct stat self, init;
-  int initfd = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+  int initfd = open_initial_netns();
   int selffd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   if (initfd >= 0 && selffd >= 0 && fstat(initfd, &init) == 0 && fstat(selffd, &self) == 0 &&
       (init.st_ino != self.st_ino || init.st_dev != self.st_dev) && setns(initfd, CLONE_NEWNET) == 0) {
