@@ -239,6 +239,8 @@ deps:
 
 .PHONY: install-apparmor all unit unit-bins check check-oracle check-v2 install clean format quickstart deps
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(IMAGE_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
+# The broker's objects too (a changed broker header must rebuild the .so's as well as the binary's).
+-include $(BROKER_OBJS:.o=.d) $(B)/src/supervisor/broker/intercept.pic.d $(B)/src/supervisor/broker/intercept_http.pic.d
 
 # Fuzzing (tests/fuzz): make fuzz [FUZZ_SECONDS=60]. Each tests/fuzz/fuzz_*.c is a libFuzzer
 # target built with clang, ASan and UBSan against the parser sources it needs; FUZZ_SECONDS=0
