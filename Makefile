@@ -112,15 +112,18 @@ $(B)/codemode-image: $(IMAGE_OBJS) $(B)/libcodemode.a
 # per-run CA, secrets substituted for a bound host) is codemode-broker-tls.so, loaded only by a
 # broker that has a secret to substitute: libssl and libcrypto were most of every broker's
 # loader time (measured, issue 16). It calls back into the broker for the symbols exported. Every
-# plain-HTTP request it relays, and every request its TLS interceptor decides, is framed by
-# nodejs' http-parser (libhttp-parser, issue 25).
+# plain-HTTP request it relays, and every request its TLS interceptor decides, is framed and
+# checked by http1.c over nodejs' http-parser (libhttp-parser, issue 25): the .so calls the
+# broker's own http1 (exported) rather than a second copy linked in, so both paths run the one
+# object code.
 BROKER_SRCS := $(sort $(filter-out %/intercept.c %/intercept_http.c,$(wildcard src/supervisor/broker/*.c)))
 BROKER_OBJS := $(BROKER_SRCS:%.c=$(B)/%.o)
 BROKER_LIBS := -lcares -lmnl -lhttp_parser -lpthread
 BROKER_EXPORTS := -Wl,--export-dynamic-symbol=audit_write -Wl,--export-dynamic-symbol=now_mono \
                   -Wl,--export-dynamic-symbol=egress_host_matches -Wl,--export-dynamic-symbol=egress_check_host \
                   -Wl,--export-dynamic-symbol=broker_watch -Wl,--export-dynamic-symbol=broker_rewatch \
-                  -Wl,--export-dynamic-symbol=broker_unwatch
+                  -Wl,--export-dynamic-symbol=broker_unwatch -Wl,--export-dynamic-symbol=http1_stream_init \
+                  -Wl,--export-dynamic-symbol=http1_head -Wl,--export-dynamic-symbol=http1_body
 $(B)/libbroker.a: $(filter-out %/main.o,$(BROKER_OBJS))
 	@rm -f $@
 	@echo "  AR      $@"

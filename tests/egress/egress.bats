@@ -372,10 +372,10 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=evil.test
   [ "${lines[0]}" = "403 None codemode egress: the Host header names a host no rule allows" ]
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=2
-  [ "${lines[0]}" = "400 None codemode egress: two Host headers" ]
+  [ "${lines[0]}" = "400 None codemode egress: a malformed or ambiguous HTTP request: more than one Host header" ]
   # ... also when the second one's name is cut across two TLS records.
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=split
-  [ "${lines[0]}" = "400 None codemode egress: two Host headers" ]
+  [ "${lines[0]}" = "400 None codemode egress: a malformed or ambiguous HTTP request: more than one Host header" ]
   # An absolute URI whose authority is not the Host's (either way round).
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test https://other.allowed.test/echo=api.allowed.test
   [ "${lines[0]}" = "400 None codemode egress: the request URI's authority and its Host header disagree" ]
@@ -383,7 +383,7 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "${lines[0]}" = "400 None codemode egress: the request URI's authority and its Host header disagree" ]
   [ ! -s "$LAB_DIR/requests.log" ]
   [ "$(audit_count '.event == "request" and .decision == "deny" and .http_host == "evil.test" and .reason == "the Host header names a host no rule allows"')" -eq 1 ]
-  [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "two Host headers"')" -eq 2 ]
+  [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "a malformed or ambiguous HTTP request: more than one Host header"')" -eq 2 ]
   [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "the request URI'"'"'s authority and its Host header disagree"')" -eq 2 ]
 }
 
