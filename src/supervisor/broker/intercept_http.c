@@ -1,8 +1,8 @@
 /* The HTTP side of the TLS interceptor (intercept.h): every request on an intercepted
  * connection framed and checked by http1.c (the broker's one request parser, over nodejs'
- * http-parser) and decided on its own Host, the secret substituted
- * only into a request for the bound host, and what comes back scrubbed of the secret's value.
- * man 5 codemode-profiles, "Secrets", says each rule. */
+ * http-parser) and decided on its own Host, the secret substituted only into a request for the
+ * bound host, and what comes back scrubbed of the secret's value. man 5 codemode-profiles,
+ * "Secrets", says each rule. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +99,7 @@ static bool emit_head(struct icon *ic, const struct http1_request *rq, const cha
     *refusal = "the request URI's authority and its Host header disagree";
     return false;
   }
-  bool ours = strcmp(rq->host, ic->host) == 0 && host_port == ic->port;
+  bool ours = strcasecmp(rq->host, ic->host) == 0 && host_port == ic->port;
   if (!ours) {
     /* Another (virtual) host on this connection: never the secret; and only if allowed. */
     if (!egress_check_host(&b->policy, rq->host, ic->port).allowed) {
