@@ -133,15 +133,18 @@ $(B)/codemode-criu: $(CRIU_OBJS) $(B)/libcodemode.a
 # per-run CA, secrets substituted for a bound host) is codemode-broker-tls.so, loaded only by a
 # broker that has a secret to substitute: libssl and libcrypto were most of every broker's
 # loader time (measured, issue 16). It calls back into the broker for the symbols exported. Every
-# plain-HTTP request it relays, and every request its TLS interceptor decides, is framed by
-# nodejs' http-parser (libhttp-parser, issue 25).
+# plain-HTTP request it relays, and every request its TLS interceptor decides, is framed and
+# checked by http1.c over nodejs' http-parser (libhttp-parser, issue 25): the .so calls the
+# broker's own http1 (exported) rather than a second copy linked in, so both paths run the one
+# object code.
 BROKER_SRCS := $(sort $(filter-out %/intercept.c %/intercept_http.c,$(wildcard src/supervisor/broker/*.c)))
 BROKER_OBJS := $(BROKER_SRCS:%.c=$(B)/%.o)
 BROKER_LIBS := -lcares -lmnl -lhttp_parser -lpthread
 BROKER_EXPORTS := -Wl,--export-dynamic-symbol=audit_write -Wl,--export-dynamic-symbol=now_mono \
                   -Wl,--export-dynamic-symbol=egress_host_matches -Wl,--export-dynamic-symbol=egress_check_host \
                   -Wl,--export-dynamic-symbol=broker_watch -Wl,--export-dynamic-symbol=broker_rewatch \
-                  -Wl,--export-dynamic-symbol=broker_unwatch
+                  -Wl,--export-dynamic-symbol=broker_unwatch -Wl,--export-dynamic-symbol=http1_stream_init \
+                  -Wl,--export-dynamic-symbol=http1_head -Wl,--export-dynamic-symbol=http1_body
 $(B)/libbroker.a: $(filter-out %/main.o,$(BROKER_OBJS))
 	@rm -f $@
 	@echo "  AR      $@"
@@ -272,6 +275,8 @@ deps:
 
 .PHONY: install-apparmor all unit unit-bins check check-oracle check-v2 install clean format quickstart deps
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(IMAGE_OBJS:.o=.d) $(B)/src/cli/run_standalone.d
+# The broker's objects too (a changed broker header must rebuild the .so's as well as the binary's).
+-include $(BROKER_OBJS:.o=.d) $(B)/src/supervisor/broker/intercept.pic.d $(B)/src/supervisor/broker/intercept_http.pic.d
 
 # Fuzzing (tests/fuzz): make fuzz [FUZZ_SECONDS=60]. Each tests/fuzz/fuzz_*.c is a libFuzzer
 # target built with clang, ASan and UBSan against the parser sources it needs; FUZZ_SECONDS=0

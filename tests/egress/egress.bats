@@ -7,72 +7,7 @@
 
 load ../lib/helpers
 load lab
-
-CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
-
-setup_file() {
-  lab_up "$BATS_FILE_TMPDIR/lab"
-  "$BATS_TEST_DIRNAME/npm-install.sh"
-  "$BATS_TEST_DIRNAME/make-bundle.sh" "$BATS_FILE_TMPDIR/bundle" "$LAB_CA" "$BATS_TEST_DIRNAME/.work/node_modules"
-  export EG_BUNDLE=$BATS_FILE_TMPDIR/bundle
-  # The MCP client imports the SDK from the suite's node_modules (ESM resolves from the
-  # script's directory up).
-  cp "$BATS_TEST_DIRNAME/mcp-client.mjs" "$BATS_TEST_DIRNAME/.work/mcp-client.mjs"
-}
-
-teardown_file() {
-  lab_down
-}
-
-setup() {
-  TEST_DIR=$BATS_TEST_TMPDIR
-  ROOT=$TEST_DIR/state
-  AUDIT=$TEST_DIR/audit.log
-  CID=cm-test-$CM_RUN_TAG-eg$BATS_TEST_NUMBER
-  brokers_before=$(live_brokers | wc -l)
-}
-
-teardown() {
-  local d
-  [ -z "${MACHINE_PID:-}" ] || { kill "$MACHINE_PID"; wait "$MACHINE_PID" 2>/dev/null; }
-  for d in "$ROOT"/*/; do [ -d "$d" ] && "$CODEMODE" --root "$ROOT" delete --force "$(basename "$d")" 2>/dev/null; done
-  # Every broker went with its container.
-  local left
-  left=$(live_brokers | wc -l)
-  [ "$left" -le "$brokers_before" ] || {
-    echo "codemode-broker left running: $(live_brokers)"
-    return 1
-  }
-}
-
-# egress FLAGS… -- CMD…: codemode-run in the lab's "machine" namespace, with the lab's resolver
-# and this test's audit log. $status, $output (stdout), $stderr.
-egress() {
-  local flags=()
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
-  shift
-  # stdout is the container's ($output); codemode-run's own words and the clients' errors go to
-  # $stderr.
-  run --separate-stderr in_net timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" \
-    --dns-upstream "$LAB_DNS" --audit-log "$AUDIT" "${flags[@]}" "$EG_BUNDLE" -- "$@"
-  echo "# $output" >&3
-  echo "# stderr: $stderr" >&3
-}
-
-# machine_server: servers.py --machine on 198.51.100.1:8081 in LAB_NET (the broker's own
-# machine) until the test ends.
-machine_server() {
-  nsenter --net="/run/netns/$LAB_NET" python3 "$BATS_TEST_DIRNAME/servers.py" --machine 198.51.100.1 8081 \
-    >"$TEST_DIR/machine.out" 2>&1 </dev/null 3>&- &
-  MACHINE_PID=$!
-  local i
-  for i in $(seq 100); do grep -q ready "$TEST_DIR/machine.out" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
-
-# audit JQ-FILTER: the audit records matching a jq select() condition, compact.
-audit() { jq -c "select($1)" "$AUDIT"; }
-audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
+load suite
 
 @test "curl with the proxy variables reaches the allowed host through the HTTP proxy" {
   egress --allow-host api.allowed.test -- /usr/bin/curl -sS -m 20 https://api.allowed.test/hello
@@ -372,10 +307,10 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=evil.test
   [ "${lines[0]}" = "403 None codemode egress: the Host header names a host no rule allows" ]
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=2
-  [ "${lines[0]}" = "400 None codemode egress: two Host headers" ]
+  [ "${lines[0]}" = "400 None codemode egress: a malformed or ambiguous HTTP request: more than one Host header" ]
   # ... also when the second one's name is cut across two TLS records.
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test /echo=split
-  [ "${lines[0]}" = "400 None codemode egress: two Host headers" ]
+  [ "${lines[0]}" = "400 None codemode egress: a malformed or ambiguous HTTP request: more than one Host header" ]
   # An absolute URI whose authority is not the Host's (either way round).
   egress "${flags[@]}" -- /usr/bin/python3 /clients/keepalive.py api.allowed.test https://other.allowed.test/echo=api.allowed.test
   [ "${lines[0]}" = "400 None codemode egress: the request URI's authority and its Host header disagree" ]
@@ -383,7 +318,7 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "${lines[0]}" = "400 None codemode egress: the request URI's authority and its Host header disagree" ]
   [ ! -s "$LAB_DIR/requests.log" ]
   [ "$(audit_count '.event == "request" and .decision == "deny" and .http_host == "evil.test" and .reason == "the Host header names a host no rule allows"')" -eq 1 ]
-  [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "two Host headers"')" -eq 2 ]
+  [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "a malformed or ambiguous HTTP request: more than one Host header"')" -eq 2 ]
   [ "$(audit_count '.event == "request" and .decision == "deny" and .reason == "the request URI'"'"'s authority and its Host header disagree"')" -eq 2 ]
 }
 

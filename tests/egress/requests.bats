@@ -136,3 +136,50 @@ GET_EVIL='GET /hello HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n'
   [ "$status" -ne 0 ]
   [ "$(reached evil.test)" -eq 0 ]
 }
+
+@test "inside an intercepted TLS session (a secret bound to the host) the smuggling shapes are refused with 400 in the same words" {
+  printf '%s\n' "$LAB_TOKEN" >"$TEST_DIR/token"
+  EG_FLAGS=(--allow-host api.allowed.test --secret "GL_TOKEN=@$TEST_DIR/token" --secret-host GL_TOKEN=api.allowed.test)
+  export SSL_CERT_FILE=$LAB_CA # the broker's trust for the lab's servers
+  local auth='Authorization: Bearer CODEMODE_SECRET_GL_TOKEN' shape bad=()
+  for shape in \
+    "GET /hello HTTP/1.1\r\nHost: api.allowed.test\r\nHost: evil.test\r\n$auth\r\nConnection: close\r\n\r\n" \
+    "POST /hello HTTP/1.1\r\nHost: api.allowed.test\r\n$auth\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n" \
+    "POST /hello HTTP/1.1\r\nHost: api.allowed.test\r\n$auth\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n0\r\n\r\n" \
+    "GET /hello HTTP/1.1\r\nHost: api.allowed.test\r\n$auth\r\nContent-Length: 0\r\nContent-Length: 7\r\nConnection: close\r\n\r\n" \
+    "GET /hello HTTP/1.1\r\nHost: api.allowed.test\r\n$auth\r\nX-Folded: a\r\n b\r\nConnection: close\r\n\r\n" \
+    "GET /hello HTTP/1.1\nHost: api.allowed.test\n$auth\nConnection: close\n\n" \
+    "GET /hello HTTP/1.1\r\nHost: api.allowed.test\rX-Bare: cr\r\n$auth\r\nConnection: close\r\n\r\n" \
+    "GET /hello HTTP/1.1\r\nHost: api.allowed.test\r\n$auth\r\nX-Ctl: a\x01b\r\nConnection: close\r\n\r\n" \
+    "GET /hello HTTP/1.1\r\nHost: api.allowed.test\r\n$auth\r\nX-Space : a\r\nConnection: close\r\n\r\n" \
+    "GET /hello HTTP/1.1\r\nHost: api.allowed.test\r\n$auth\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"; do
+    hostile tls-raw api.allowed.test 443 api.allowed.test "$shape"
+    [[ "$output" == "HTTP 1.1 400 Bad Request"$'\n'"codemode egress: a malformed or ambiguous HTTP request: "* ]] || bad+=("$shape")
+  done
+  printf '# accepted: %s\n' "${bad[@]}" >&3
+  [ ${#bad[@]} -eq 0 ]
+  [ "$(reached api.allowed.test)" -eq 0 ]
+  [ "$(audit_count '.event == "request" and .decision == "deny" and .intercepted == true and (.reason | startswith("a malformed or ambiguous HTTP request: "))')" -eq 10 ]
+  [ "$(audit_count '.event == "connect" and .intercepted == true and .host == "api.allowed.test"')" -eq 10 ]
+  # The refusal's body is exactly its Content-Length.
+  hostile framed:tls-raw api.allowed.test 443 api.allowed.test "GET /hello HTTP/1.1\nHost: api.allowed.test\n\n"
+  [[ "$output" =~ ^"framed Content-Length="([0-9]+)" body="([0-9]+)$'\n' ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]
+  # The same session, honest, is served.
+  hostile tls-raw api.allowed.test 443 api.allowed.test "GET /hello HTTP/1.1\r\nHost: api.allowed.test\r\nConnection: close\r\n\r\n"
+  [ "$output" = $'HTTP 1.1 200 OK\nhello from api.allowed.test' ]
+  # A body (chunked, then counted) is framed by the same parser: the request after it is
+  # decided in its turn, its Host another no rule allows.
+  hostile tls-raw api.allowed.test 443 api.allowed.test "POST /hello HTTP/1.1\r\nHost: api.allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nGET /\r\n0\r\n\r\nPOST /hello HTTP/1.1\r\nHost: api.allowed.test\r\nContent-Length: 4\r\n\r\nGET GET /hello HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n"
+  [[ "$output" == *"HTTP 1.1 403 Forbidden"$'\n'"codemode egress: the Host header names a host no rule allows"* ]]
+  [ "$(reached evil.test)" -eq 0 ]
+}
+
+@test "the broker's own refusals: the body is exactly its Content-Length (transparent 400, proxy 403)" {
+  EG_FLAGS=(--allow-host plain.allowed.test:80)
+  hostile framed:http-direct plain.allowed.test 80 'GET /hello HTTP/1.1\r\nHost: plain.allowed.test\r\nHost: evil.test\r\n\r\n'
+  [[ "$output" =~ ^"framed Content-Length="([0-9]+)" body="([0-9]+)$'\n'"HTTP 1.1 400 Bad Request" ]]
+  [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]
+  hostile framed:http-proxy 'GET http://evil.test/hello HTTP/1.1\r\nHost: evil.test\r\n\r\n'
+  [[ "$output" =~ ^"framed Content-Length="([0-9]+)" body="([0-9]+)$'\n'"HTTP 1.1 403 Forbidden" ]]
+  [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]
+}

@@ -74,6 +74,19 @@ static void test_sni(void **state) {
   assert_int_equal(proto_tls_sni(buf, n, sni, sizeof(sni)), -1);
 }
 
+/* Each head refused with a reason, by a fresh stream (a decrypted one when tls). */
+static void assert_all_refused(const char *const *bad, size_t n, bool tls) {
+  for (size_t i = 0; i < n; i++) {
+    struct http1_stream s;
+    struct http1_request rq;
+    const char *why = NULL;
+    http1_stream_init(&s);
+    s.tls = tls;
+    assert_int_equal(http1_head(&s, (const uint8_t *)bad[i], strlen(bad[i]), &rq, &why), -1);
+    assert_non_null(why);
+  }
+}
+
 static void test_http1_head(void **state) {
   (void)state;
   struct http1_request rq;
@@ -106,11 +119,7 @@ static void test_http1_head(void **state) {
       "GET / HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
       "\r\nGET / HTTP/1.1\r\nHost: a.test\r\n\r\n",
   };
-  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    why = NULL;
-    assert_int_equal(http1_peek((const uint8_t *)bad[i], strlen(bad[i]), &rq, &why), -1);
-    assert_non_null(why);
-  }
+  assert_all_refused(bad, sizeof(bad) / sizeof(bad[0]), false);
 }
 
 /* Pipelined requests: each head found where the previous message (its body) ends. */
@@ -193,24 +202,32 @@ static void test_proxy_request(void **state) {
   assert_int_equal(proto_proxy_request((http1_stream_init(&st), &st), (const uint8_t *)"GET http://x.test/ HTTP/1.1\r\nA: b\r\n", 35, &pr, &why), 0);
 }
 
-static void test_substitute(void **state) {
+/* Decrypted requests (the TLS interceptor's stream): the absolute form is https://, with the
+ * same checks as any other head. */
+static void test_http1_tls(void **state) {
   (void)state;
-  const char *head = "GET /api HTTP/1.1\r\nHost: api.allowed.test\r\nAuthorization: Bearer CODEMODE_SECRET_T\r\n"
-                     "X-Other: CODEMODE_SECRET_T\r\nConnection: keep-alive\r\n\r\n";
-  size_t len;
-  int subs = 0;
-  char *out = proto_substitute_header(head, strlen(head), "authorization", "CODEMODE_SECRET_T", "s3cr3t", &len, &subs);
-  assert_int_equal(subs, 1);
-  /* Only the bound header; the other keeps the placeholder; one request per connection. */
-  assert_string_equal(out, "GET /api HTTP/1.1\r\nHost: api.allowed.test\r\nAuthorization: Bearer s3cr3t\r\n"
-                           "X-Other: CODEMODE_SECRET_T\r\nConnection: close\r\n\r\n");
-  assert_int_equal(len, strlen(out));
-  free(out);
-  subs = 0;
-  out = proto_substitute_header(head, strlen(head), "PRIVATE-TOKEN", "CODEMODE_SECRET_T", "s3cr3t", &len, &subs);
-  assert_int_equal(subs, 0);
-  assert_null(strstr(out, "s3cr3t"));
-  free(out);
+  struct http1_stream s;
+  struct http1_request rq;
+  const char *why = NULL;
+  const char *abs = "GET https://API.allowed.test:8443/x?y HTTP/1.1\r\nHost: api.allowed.test:8443\r\n\r\n";
+  http1_stream_init(&s);
+  s.tls = true;
+  assert_int_equal(http1_head(&s, (const uint8_t *)abs, strlen(abs), &rq, &why), 1);
+  assert_true(rq.absolute);
+  assert_string_equal(rq.url_host, "api.allowed.test");
+  assert_int_equal(rq.url_port, 8443);
+  const char *opt = "OPTIONS * HTTP/1.1\r\nHost: api.allowed.test\r\n\r\n";
+  http1_stream_init(&s);
+  s.tls = true;
+  assert_int_equal(http1_head(&s, (const uint8_t *)opt, strlen(opt), &rq, &why), 1);
+  assert_false(rq.absolute);
+  static const char *const bad[] = {
+      "GET http://api.allowed.test/ HTTP/1.1\r\nHost: api.allowed.test\r\n\r\n",
+      "GET * HTTP/1.1\r\nHost: api.allowed.test\r\n\r\n",
+      "GET / HTTP/1.1\nHost: api.allowed.test\n\n",
+      "POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+  };
+  assert_all_refused(bad, sizeof(bad) / sizeof(bad[0]), true);
 }
 
 int main(void) {
@@ -219,7 +236,7 @@ int main(void) {
       cmocka_unit_test(test_http1_head),
       cmocka_unit_test(test_http1_stream),
       cmocka_unit_test(test_proxy_request),
-      cmocka_unit_test(test_substitute),
+      cmocka_unit_test(test_http1_tls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

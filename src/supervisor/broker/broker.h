@@ -151,9 +151,6 @@ void dns_process_timeouts(struct broker *b);
 void dns_resolve_for(struct broker *b, struct conn *c, const char *name);
 void dns_map_add(struct broker *b, const struct addr *a, const char *name);
 bool dns_map_has(struct broker *b, const struct addr *a, const char *name);
-/* The first allowed name the stub answered with a (for port), or NULL. */
-const char *dns_map_allowed_name(struct broker *b, const struct addr *a, uint16_t port,
-                                 struct egress_verdict *v);
 void dns_shutdown(struct broker *b);
 
 /* proto.c: parsers, each on the bytes received so far. 1: complete, 0: need more, -1: not it. */
@@ -174,10 +171,6 @@ struct proxy_request {
 struct http1_stream;
 int proto_proxy_request(struct http1_stream *s, const uint8_t *buf, size_t len, struct proxy_request *out,
                         const char **why);
-/* Replace every occurrence of `placeholder` in the values of header `header` with `value`, and
- * force Connection: close. Returns a malloc'd head (NUL-terminated) and its length. */
-char *proto_substitute_header(const char *head, size_t len, const char *header, const char *placeholder,
-                              const char *value, size_t *out_len, int *substituted);
 
 /* audit.c: one JSON line per decision. */
 struct audit_record {

@@ -60,17 +60,6 @@ bool dns_map_has(struct broker *b, const struct addr *a, const char *name) {
   return false;
 }
 
-const char *dns_map_allowed_name(struct broker *b, const struct addr *a, uint16_t port, struct egress_verdict *v) {
-  for (size_t i = 0; i < DNS_MAP_SIZE; i++) {
-    if (!b->map[i].used || !addr_eq(&b->map[i].addr, a))
-      continue;
-    *v = egress_check_host(&b->policy, b->map[i].name, port);
-    if (v->allowed)
-      return b->map[i].name;
-  }
-  return NULL;
-}
-
 /* --- c-ares in our epoll loop ------------------------------------------------------------------ */
 
 static void on_ares_event(struct broker *b, struct watch *w, uint32_t events) {

@@ -220,8 +220,10 @@ int http1_authority(const char *a, size_t alen, char *host, size_t host_len, uin
   return 0;
 }
 
-/* The request target: origin-form, CONNECT's authority, or an absolute http:// URL. */
-static int target(struct http1_request *r, const char **why) {
+/* The request target: origin-form, OPTIONS' "*", CONNECT's authority, or an absolute URL:
+ * http:// on a plain connection, https:// inside TLS (its own scheme; anything else would be a
+ * request for another port the decision was not about). */
+static int target(const struct http1_stream *s, struct http1_request *r, const char **why) {
   const char *t = r->target;
   size_t n = r->target_len;
   if (r->connect) {
@@ -233,16 +235,21 @@ static int target(struct http1_request *r, const char **why) {
   }
   if (n && t[0] == '/')
     return 0;
-  if (n >= 8 && strncasecmp(t, "https://", 8) == 0) {
+  if (n == 1 && t[0] == '*' && s->p.method == HTTP_OPTIONS)
+    return 0; /* asks about the server itself: the Host decides which */
+  const char *scheme = s->tls ? "https://" : "http://";
+  size_t sl = strlen(scheme);
+  if (!s->tls && n >= 8 && strncasecmp(t, "https://", 8) == 0) {
     *why = "https:// URLs go through CONNECT";
     return -1;
   }
-  if (n < 8 || strncasecmp(t, "http://", 7) != 0) {
-    *why = "a request target that is neither a path nor an absolute http:// URL";
+  if (n <= sl || strncasecmp(t, scheme, sl) != 0) {
+    *why = s->tls ? "a request target that is neither a path nor an absolute https:// URL"
+                  : "a request target that is neither a path nor an absolute http:// URL";
     return -1;
   }
   r->absolute = true;
-  const char *auth = t + 7, *end = t + n, *ae = auth;
+  const char *auth = t + sl, *end = t + n, *ae = auth;
   while (ae < end && *ae != '/' && *ae != '?' && *ae != '#')
     ae++;
   if (memchr(auth, '@', (size_t)(ae - auth))) {
@@ -342,7 +349,7 @@ int http1_head(struct http1_stream *s, const uint8_t *buf, size_t len, struct ht
     *why = "no request target";
     return -1;
   }
-  return target(out, why) < 0 ? -1 : 1;
+  return target(s, out, why) < 0 ? -1 : 1;
 }
 
 int http1_peek(const uint8_t *buf, size_t len, struct http1_request *out, const char **why) {

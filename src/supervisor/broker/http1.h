@@ -18,7 +18,7 @@
 struct http1_request {
   char method[24];
   bool connect;       /* CONNECT authority */
-  bool absolute;      /* an absolute-form target: http://authority/path */
+  bool absolute;      /* an absolute-form target: http://authority/path (https:// in TLS) */
   char url_host[256]; /* CONNECT's or the absolute URL's host, lower case, no brackets */
   uint16_t url_port;  /* its port; 0 when the URL gives none */
   const char *target; /* the request target as sent (into the caller's buffer) */
@@ -35,6 +35,7 @@ struct http1_request {
 /* The state of one direction of one connection: where the current message is. */
 struct http1_stream {
   http_parser p;
+  bool tls; /* decrypted requests (the TLS interceptor): an absolute target is https:// */
   bool in_body;
   /* Filled by the callbacks while a head is parsed. */
   struct http1_request *cur;

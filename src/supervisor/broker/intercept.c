@@ -48,6 +48,8 @@ struct tls_state {
   EVP_PKEY *ca_key, *leaf_key;
   X509 *ca;
   SSL_CTX *server, *client;
+  bool trust_loaded; /* the CA file (trust_fd) is in the client context's store */
+  int trust_fd;      /* the CA file, opened at start, read at the first upstream connection */
   struct leaf {
     char host[256];
     X509 *cert;
@@ -134,6 +136,7 @@ static int intercept_init(struct broker *b, char **ca_pem, char *why, size_t why
   struct tls_state *t = calloc(1, sizeof(*t));
   if (t == NULL)
     return -1;
+  t->trust_fd = -1;
   t->ca_key = new_key();
   t->leaf_key = new_key();
   char cn[200];
@@ -169,12 +172,18 @@ static int intercept_init(struct broker *b, char **ca_pem, char *why, size_t why
   static const unsigned char h11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   SSL_CTX_set_alpn_protos(t->client, h11, sizeof(h11));
   /* The real host is verified as any client would: the system's trust store (SSL_CERT_FILE /
-   * SSL_CERT_DIR when set in our environment), its name checked against the certificate. */
+   * SSL_CERT_DIR when set in our environment), its name checked against the certificate. The
+   * directory is looked up on demand (OpenSSL's hashed-dir lookup); the CA file is opened now,
+   * with our privileges of now, and parsed at the first upstream connection (upstream_trust). */
   SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
-  if (SSL_CTX_set_default_verify_paths(t->client) != 1) {
+  const char *dir = getenv(X509_get_default_cert_dir_env()), *file = getenv(X509_get_default_cert_file_env());
+  X509_LOOKUP *lu = X509_STORE_add_lookup(SSL_CTX_get_cert_store(t->client), X509_LOOKUP_hash_dir());
+  if (lu == NULL || !X509_LOOKUP_add_dir(lu, dir ? dir : X509_get_default_cert_dir(), X509_FILETYPE_PEM)) {
     snprintf(why, why_len, "the host's trust store: %s", ERR_error_string(ERR_get_error(), NULL));
     return -1;
   }
+  /* Absent or unreadable: no CA file, as OpenSSL's own default paths would have it. */
+  t->trust_fd = open(file ? file : X509_get_default_cert_file(), O_RDONLY | O_CLOEXEC);
   for (int i = 0; i < 2; i++) {
     SSL_CTX *ctx = i ? t->client : t->server;
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
@@ -187,6 +196,35 @@ static int intercept_init(struct broker *b, char **ca_pem, char *why, size_t why
   BIO_free(mem);
   b->tls = t;
   return 0;
+}
+
+/* The CA file into the upstream context's store, once, at the first intercepted connection
+ * rather than at start: parsing the system's bundle was two thirds of a --secret broker's
+ * start-up CPU (measured, issue 25), spent even when the server never connects. It is read
+ * from the descriptor opened at start: the broker has dropped to nobody since, and a CA file
+ * only its user can read (SSL_CERT_FILE in a private directory) must still count. */
+static void upstream_trust(struct tls_state *t) {
+  if (t->trust_loaded)
+    return;
+  t->trust_loaded = true;
+  if (t->trust_fd < 0)
+    return;
+  BIO *bio = BIO_new_fd(t->trust_fd, BIO_CLOSE);
+  STACK_OF(X509_INFO) *infos = bio ? PEM_X509_INFO_read_bio(bio, NULL, NULL, "") : NULL;
+  if (bio == NULL)
+    close(t->trust_fd);
+  t->trust_fd = -1;
+  BIO_free(bio);
+  X509_STORE *st = SSL_CTX_get_cert_store(t->client);
+  for (int i = 0; infos && i < sk_X509_INFO_num(infos); i++) {
+    X509_INFO *x = sk_X509_INFO_value(infos, i);
+    if (x->x509)
+      X509_STORE_add_cert(st, x->x509);
+    if (x->crl)
+      X509_STORE_add_crl(st, x->crl);
+  }
+  sk_X509_INFO_pop_free(infos, X509_INFO_free);
+  ERR_clear_error(); /* a bad file verifies nothing: the handshake says so, as before */
 }
 
 /* --- one intercepted connection --------------------------------------------------------------- */
@@ -462,6 +500,7 @@ static void intercept_start(struct broker *b, int client_fd, int upstream_fd, co
     t->live->prev = ic;
   t->live = ic;
   t->n_live++;
+  upstream_trust(t);
   ic->us = SSL_new(t->client);
   if (ic->upbuf == NULL || ic->downbuf == NULL || ic->us == NULL) {
     ic_free(ic, "out of memory");

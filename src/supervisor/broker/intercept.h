@@ -8,6 +8,7 @@
 #include <openssl/ssl.h>
 
 #include "supervisor/broker/broker.h"
+#include "supervisor/broker/http1.h"
 
 #define INTERCEPT_MAX 64
 #define IC_HANDSHAKE_TIMEOUT 10.0 /* both TLS handshakes */
@@ -32,18 +33,12 @@ struct icon {
   long long up, down;
   bool client_eof, upstream_eof, closing;
   bool closed; /* its sockets are closed: an event of this round for it is ignored */
-  /* client → upstream: the request parser, the head being read, what is owed upstream */
-  http_parser req;
+  /* client → upstream: the request stream (http1.c), the head being read, what is owed */
+  struct http1_stream h1;
   bool in_head;
-  size_t skip; /* bytes of the next body feed already sent with the head */
   uint8_t head[BROKER_HEAD_MAX];
   size_t head_len;
-  int n_host;
-  char fname[16];
-  size_t fname_len;
-  bool in_field, field_host, upgrade;
-  char host_hdr[256], url[1024];
-  size_t url_len;
+  char host_hdr[256]; /* the current request's Host (for the audit) */
   uint8_t *upbuf; /* BROKER_BUF + room for one rewritten head */
   size_t up_len, up_cap;
   /* upstream → client: the response parser, the scrubber's held-back bytes, what is owed */

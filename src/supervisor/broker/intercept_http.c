@@ -1,7 +1,8 @@
 /* The HTTP side of the TLS interceptor (intercept.h): every request on an intercepted
- * connection framed by nodejs' http-parser and decided on its own Host, the secret substituted
- * only into a request for the bound host, and what comes back scrubbed of the secret's value.
- * man 5 codemode-profiles, "Secrets", says each rule. */
+ * connection framed and checked by http1.c (the broker's one request parser, over nodejs'
+ * http-parser) and decided on its own Host, the secret substituted only into a request for the
+ * bound host, and what comes back scrubbed of the secret's value. man 5 codemode-profiles,
+ * "Secrets", says each rule. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,91 +30,14 @@ static void audit_request(struct icon *ic, bool allowed, const char *reason) {
 
 /* --- the request side -------------------------------------------------------------------------- */
 
-static int on_url(http_parser *p, const char *at, size_t len) {
-  struct icon *ic = p->data;
-  if (ic->url_len + len >= sizeof(ic->url))
-    return 1; /* an error: a URI longer than we keep */
-  memcpy(ic->url + ic->url_len, at, len);
-  ic->url_len += len;
-  ic->url[ic->url_len] = '\0';
-  return 0;
-}
-
-/* A field's name may come in pieces (a read ending inside it): it is judged whole, at its
- * value's first piece, so that no split "Ho" "st" passes as another header. */
-static int on_header_field(http_parser *p, const char *at, size_t len) {
-  struct icon *ic = p->data;
-  if (!ic->in_field)
-    ic->fname_len = 0;
-  ic->in_field = true;
-  for (size_t i = 0; i < len && ic->fname_len < sizeof(ic->fname); i++)
-    ic->fname[ic->fname_len++] = at[i];
-  if (ic->fname_len + len > sizeof(ic->fname))
-    ic->fname_len = sizeof(ic->fname); /* longer than any name we look for */
-  return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len) {
-  struct icon *ic = p->data;
-  if (ic->in_field) {
-    ic->in_field = false;
-    ic->field_host = ic->fname_len == 4 && strncasecmp(ic->fname, "host", 4) == 0;
-    if (ic->field_host)
-      ic->n_host++;
-    if (ic->fname_len == 7 && strncasecmp(ic->fname, "upgrade", 7) == 0)
-      ic->upgrade = true;
-  }
-  if (ic->field_host && ic->n_host == 1) {
-    size_t have = strlen(ic->host_hdr);
-    if (have + len >= sizeof(ic->host_hdr))
-      return 1;
-    memcpy(ic->host_hdr + have, at, len);
-    ic->host_hdr[have + len] = '\0';
-  }
-  return 0;
-}
-
-/* Stop at the head's end (and at the message's): each is decided before a byte goes on. */
-static int on_req_headers_complete(http_parser *p) {
-  http_parser_pause(p, 1);
-  return 0;
-}
-
-static int on_req_message_complete(http_parser *p) {
-  http_parser_pause(p, 1);
-  return 0;
-}
-
-static const http_parser_settings req_settings = {
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_req_headers_complete,
-    .on_message_complete = on_req_message_complete,
-};
+/* Every request head goes through http1.c (exported by the broker, the same code as for
+ * plain HTTP): the same framing and smuggling refusals, in the same words, intercepted or not. */
+#define MALFORMED "a malformed or ambiguous HTTP request: "
 
 static void new_request(struct icon *ic) {
   ic->in_head = true;
   ic->head_len = 0;
-  ic->n_host = 0;
-  ic->in_field = ic->field_host = false;
   ic->host_hdr[0] = '\0';
-  ic->url_len = 0;
-  ic->url[0] = '\0';
-  ic->upgrade = false;
-}
-
-/* "host[:port]" names our host on our port. */
-static bool names_us(struct icon *ic, const char *authority, size_t len) {
-  const char *colon = memrchr(authority, ':', len);
-  size_t hl = colon ? (size_t)(colon - authority) : len;
-  if (hl != strlen(ic->host) || strncasecmp(authority, ic->host, hl) != 0)
-    return false;
-  if (colon == NULL)
-    return ic->port == 443;
-  char *end;
-  unsigned long port = strtoul(colon + 1, &end, 10);
-  return end == authority + len && port == ic->port;
 }
 
 static bool up_append(struct icon *ic, const void *p, size_t n) {
@@ -152,76 +76,47 @@ static bool emit_line(struct icon *ic, const uint8_t *line, size_t len, bool sub
   return up_append(ic, line + pos, len - pos) && up_append(ic, "\r\n", 2);
 }
 
-/* The head of one request (its last byte the LF of its blank line): decide it, then queue it
- * upstream, the secret substituted only if the request is for our host. False: refused (and
- * answered). */
-static bool emit_head(struct icon *ic, size_t hl, const char **refusal, int *status) {
+/* One request head, checked by http1_head (rq; its bytes ic->head[0, rq->head_len)): decide it,
+ * then queue it upstream, the secret substituted only if the request is for our host. False:
+ * refused (*refusal, *status). */
+static bool emit_head(struct icon *ic, const struct http1_request *rq, const char **refusal, int *status) {
   struct broker *b = ic->b;
   *status = 400;
-  if (ic->n_host != 1) {
-    *refusal = ic->n_host ? "two Host headers" : "no Host header";
+  if (rq->connect) {
+    *refusal = MALFORMED "CONNECT inside a connection";
     return false;
   }
-  if (ic->upgrade || ic->req.method == HTTP_CONNECT) {
-    *refusal = "an Upgrade or CONNECT inside an intercepted connection";
+  if (!rq->has_host) {
+    /* An HTTP/1.0 request may lack one, but the secret follows the Host: none, no decision. */
+    *refusal = MALFORMED "no Host header in an intercepted connection";
     return false;
   }
-  struct http_parser_url u;
-  http_parser_url_init(&u);
-  if (ic->url[0] != '/' && ic->url[0] != '*' &&
-      (http_parser_parse_url(ic->url, ic->url_len, 0, &u) != 0 || !(u.field_set & (1 << UF_HOST)))) {
-    *refusal = "a request target that is neither a path nor an absolute URI";
+  snprintf(ic->host_hdr, sizeof(ic->host_hdr), "%s", rq->host);
+  uint16_t host_port = rq->host_port ? rq->host_port : 443;
+  /* An absolute URI: its authority must be the Host's, host and port (a server that routes by
+   * the URI would otherwise serve a virtual host no rule was asked about). */
+  if (rq->absolute && (strcmp(rq->url_host, rq->host) != 0 || (rq->url_port ? rq->url_port : 443) != host_port)) {
+    *refusal = "the request URI's authority and its Host header disagree";
     return false;
   }
-  bool ours = names_us(ic, ic->host_hdr, strlen(ic->host_hdr));
-  if (ic->url[0] != '/' && ic->url[0] != '*') {
-    /* An absolute URI: its authority must be the Host's, host and port (a server that routes
-     * by the URI would otherwise serve a virtual host no rule was asked about). */
-    size_t off = u.field_data[UF_HOST].off, len = u.field_data[UF_HOST].len;
-    unsigned dflt = strncasecmp(ic->url, "https:", 6) == 0 ? 443 : 80;
-    char uri_auth[300], host_auth[300];
-    snprintf(uri_auth, sizeof(uri_auth), "%.*s:%u", (int)len, ic->url + off,
-             (u.field_set & (1 << UF_PORT)) ? u.port : dflt);
-    const char *colon = strrchr(ic->host_hdr, ':');
-    if (colon && strchr(colon, ']') == NULL)
-      snprintf(host_auth, sizeof(host_auth), "%s", ic->host_hdr);
-    else
-      snprintf(host_auth, sizeof(host_auth), "%s:%u", ic->host_hdr, dflt);
-    if (strcasecmp(uri_auth, host_auth) != 0) {
-      *refusal = "the request URI's authority and its Host header disagree";
-      return false;
-    }
-  }
+  bool ours = strcasecmp(rq->host, ic->host) == 0 && host_port == ic->port;
   if (!ours) {
     /* Another (virtual) host on this connection: never the secret; and only if allowed. */
-    char name[256];
-    snprintf(name, sizeof(name), "%s", ic->host_hdr);
-    char *colon = strrchr(name, ':');
-    if (colon)
-      *colon = '\0';
-    if (!egress_check_host(&b->policy, name, ic->port).allowed) {
+    if (!egress_check_host(&b->policy, rq->host, ic->port).allowed) {
       *status = 403;
       *refusal = "the Host header names a host no rule allows";
       return false;
     }
     audit_request(ic, true, "the Host header is not the bound host: no secret substituted");
   }
-  /* Line by line: http-parser accepted the head, which may end its lines with a bare LF. */
-  size_t pos = 0;
+  /* Line by line: http1_head let through only CRLF-ended lines, none folded. */
+  size_t pos = 0, hl = rq->head_len;
   bool first = true, encoding_set = false;
-  while (pos < hl) {
-    const uint8_t *nl = memchr(ic->head + pos, '\n', hl - pos);
-    size_t end = nl ? (size_t)(nl - ic->head) : hl, len = end - pos;
-    if (len && ic->head[pos + len - 1] == '\r')
-      len--;
+  while (pos + 2 < hl) {
+    const uint8_t *cr = memmem(ic->head + pos, hl - pos, "\r\n", 2);
+    size_t len = (size_t)(cr - (ic->head + pos));
     const uint8_t *line = ic->head + pos;
-    pos = end + 1;
-    if (len == 0)
-      break;
-    if (!first && (line[0] == ' ' || line[0] == '\t')) {
-      *refusal = "a folded header line (obs-fold)";
-      return false;
-    }
+    pos += len + 2;
     /* A substituted request asks for an identity encoding: a compressed echo of the secret
      * would pass the scrubber. */
     if (ours && len >= 16 && strncasecmp((const char *)line, "accept-encoding:", 16) == 0) {
@@ -237,7 +132,7 @@ static bool emit_head(struct icon *ic, size_t hl, const char **refusal, int *sta
   if (!up_append(ic, "\r\n", 2))
     goto full;
   if (ic->n_inflight < IC_MAX_INFLIGHT)
-    ic->heads[ic->n_inflight] = ic->req.method == HTTP_HEAD;
+    ic->heads[ic->n_inflight] = strcmp(rq->method, "HEAD") == 0;
   ic->n_inflight++;
   return true;
 full:
@@ -246,78 +141,72 @@ full:
   return false;
 }
 
-static void refuse(struct icon *ic, int status, const char *why) {
-  audit_request(ic, false, why);
-  char msg[512];
+static void refuse(struct icon *ic, int status, const char *prefix, const char *why) {
+  char reason[300];
+  snprintf(reason, sizeof(reason), "%s%s", prefix, why);
+  audit_request(ic, false, reason);
+  char msg[600];
   int n = snprintf(msg, sizeof(msg),
                    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Codemode-Egress: denied\r\n"
                    "Content-Length: %zu\r\n\r\ncodemode egress: %s\n",
                    status, status == 403 ? "Forbidden" : status == 431 ? "Request Header Fields Too Large" : "Bad Request",
-                   strlen(why) + 18, why); /* "codemode egress: " why "\n" */
+                   strlen(reason) + 18, reason); /* "codemode egress: " reason "\n" */
   SSL_write(ic->cs, msg, n); /* best effort: the refusal stands whether or not it is read */
   ic->closing = true;
 }
 
-/* Client bytes through the request parser: heads decided and rewritten, bodies passed on. */
+/* Client bytes through http1.c: heads checked, decided and rewritten, bodies passed on. */
 bool filter_request(struct icon *ic, const uint8_t *data, size_t len) {
   while (len > 0 && !ic->closing) {
-    if (ic->in_head) {
-      if (ic->head_len == 0)
-        ic->deadline = now_mono() + IC_HEAD_TIMEOUT;
-      size_t take = len < sizeof(ic->head) - ic->head_len ? len : sizeof(ic->head) - ic->head_len;
-      if (take == 0) {
-        refuse(ic, 431, "request head too large");
+    const char *why = "?";
+    if (!ic->in_head) {
+      bool done;
+      ssize_t n = http1_body(&ic->h1, data, len, &done, &why);
+      if (n < 0) {
+        refuse(ic, 400, MALFORMED, why);
         return false;
       }
-      memcpy(ic->head + ic->head_len, data, take);
-      size_t n = http_parser_execute(&ic->req, &req_settings, (const char *)ic->head + ic->head_len, take);
-      enum http_errno e = HTTP_PARSER_ERRNO(&ic->req);
-      if (e == HPE_OK && n != take) {
-        refuse(ic, 400, "the request stream cannot be framed");
+      if (!up_append(ic, data, (size_t)n)) {
+        refuse(ic, 400, "", "internal: request buffer");
         return false;
       }
-      if (e == HPE_OK) {
-        ic->head_len += take;
-        data += take;
-        len -= take;
-        continue;
-      }
-      if (e != HPE_PAUSED) {
-        refuse(ic, 400, http_errno_description(e));
-        return false;
-      }
-      /* Paused at the head's end: n bytes of data, then the blank line's LF. */
-      const char *refusal = NULL;
-      int status;
-      if (!emit_head(ic, ic->head_len + n + 1, &refusal, &status)) {
-        refuse(ic, status, refusal);
-        return false;
-      }
-      http_parser_pause(&ic->req, 0);
-      ic->in_head = false;
-      ic->deadline = now_mono() + IC_IDLE_TIMEOUT;
-      ic->skip = 1;
       data += n;
-      len -= n;
+      len -= (size_t)n;
+      if (done)
+        new_request(ic);
       continue;
     }
-    size_t n = http_parser_execute(&ic->req, &req_settings, (const char *)data, len);
-    enum http_errno e = HTTP_PARSER_ERRNO(&ic->req);
-    if ((e != HPE_OK && e != HPE_PAUSED) || (e == HPE_OK && n != len)) {
-      refuse(ic, 400, e != HPE_OK ? http_errno_description(e) : "the request stream cannot be framed");
+    if (ic->head_len == 0)
+      ic->deadline = now_mono() + IC_HEAD_TIMEOUT;
+    /* The head so far plus what came: judged whole each time (a name cut across records is
+     * judged only once it is complete). Bytes past the head stay in data for the body. */
+    size_t had = ic->head_len, take = len < sizeof(ic->head) - had ? len : sizeof(ic->head) - had;
+    memcpy(ic->head + had, data, take);
+    ic->head_len += take;
+    struct http1_request rq;
+    int r = http1_head(&ic->h1, ic->head, ic->head_len, &rq, &why);
+    if (r < 0) {
+      refuse(ic, 400, MALFORMED, why);
       return false;
     }
-    if (n > ic->skip && !up_append(ic, data + ic->skip, n - ic->skip)) {
-      refuse(ic, 400, "internal: request buffer");
+    if (r == 0) {
+      data += take;
+      len -= take;
+      continue;
+    }
+    const char *refusal = NULL;
+    int status;
+    if (!emit_head(ic, &rq, &refusal, &status)) {
+      refuse(ic, status, "", refusal);
       return false;
     }
-    ic->skip = n < ic->skip ? ic->skip - n : 0;
-    data += n;
-    len -= n;
-    if (e == HPE_PAUSED) {
-      http_parser_pause(&ic->req, 0);
+    data += rq.head_len - had;
+    len -= rq.head_len - had;
+    ic->deadline = now_mono() + IC_IDLE_TIMEOUT;
+    if (rq.complete)
       new_request(ic);
-    }
+    else
+      ic->in_head = false;
   }
   return true;
 }
@@ -442,9 +331,10 @@ void filter_response_end(struct icon *ic) {
 }
 
 void icon_http_init(struct icon *ic) {
-  http_parser_init(&ic->req, HTTP_REQUEST);
+  http1_stream_init(&ic->h1);
+  ic->h1.tls = true;
   http_parser_init(&ic->resp, HTTP_RESPONSE);
-  ic->req.data = ic->resp.data = ic;
+  ic->resp.data = ic;
   new_request(ic);
   ic->resp_in_head = true;
 }

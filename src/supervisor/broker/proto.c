@@ -112,18 +112,15 @@ static bool hop_by_hop(const char *line, size_t ll) {
   return false;
 }
 
-/* The head with its header lines filtered/rewritten: hop-by-hop headers dropped, `extra` lines
- * added, and for `sub_header` every `placeholder` in its value replaced by `value`. */
-static char *rebuild_head(const char *first_line, size_t first_len, const char *head, size_t len,
-                          const char *sub_header, const char *placeholder, const char *value, const char *extra,
-                          size_t *out_len, int *substituted) {
+/* The head with its header lines filtered: hop-by-hop headers dropped, `extra` lines added. */
+static char *rebuild_head(const char *first_line, size_t first_len, const char *head, size_t len, const char *extra,
+                          size_t *out_len) {
   char *out = NULL;
   size_t olen = 0, cap = 0;
   append(&out, &olen, &cap, first_line, first_len);
   append(&out, &olen, &cap, "\r\n", 2);
   const char *end = head + len;
   const char *p = memchr(head, '\n', len);
-  size_t hlen = sub_header ? strlen(sub_header) : 0;
   while (p && p + 1 < end) {
     const char *line = p + 1;
     const char *eol = memchr(line, '\n', (size_t)(end - line));
@@ -137,23 +134,6 @@ static char *rebuild_head(const char *first_line, size_t first_len, const char *
       break; /* the blank line */
     if (hop_by_hop(line, ll))
       continue;
-    if (sub_header && ll > hlen && line[hlen] == ':' && strncasecmp(line, sub_header, hlen) == 0) {
-      size_t plen = strlen(placeholder);
-      const char *q = line, *qe = line + ll;
-      while (q < qe) {
-        const char *hit = plen ? memmem(q, (size_t)(qe - q), placeholder, plen) : NULL;
-        if (hit == NULL) {
-          append(&out, &olen, &cap, q, (size_t)(qe - q));
-          break;
-        }
-        append(&out, &olen, &cap, q, (size_t)(hit - q));
-        append(&out, &olen, &cap, value, strlen(value));
-        (*substituted)++;
-        q = hit + plen;
-      }
-      append(&out, &olen, &cap, "\r\n", 2);
-      continue;
-    }
     append(&out, &olen, &cap, line, ll);
     append(&out, &olen, &cap, "\r\n", 2);
   }
@@ -205,17 +185,8 @@ int proto_proxy_request(struct http1_stream *s, const uint8_t *buf, size_t len, 
   char *extra = NULL;
   if (!rq.has_host && asprintf(&extra, "Host: %.*s\r\n", (int)(rq.path_off - 7), rq.target + 7) < 0)
     abort();
-  int subs = 0;
-  out->rewritten = rebuild_head(line, strlen(line), head, rq.head_len, NULL, NULL, NULL, extra, &out->rewritten_len, &subs);
+  out->rewritten = rebuild_head(line, strlen(line), head, rq.head_len, extra, &out->rewritten_len);
   free(line);
   free(extra);
   return 1;
-}
-
-char *proto_substitute_header(const char *head, size_t len, const char *header, const char *placeholder,
-                              const char *value, size_t *out_len, int *substituted) {
-  const char *eol = memchr(head, '\r', len);
-  if (eol == NULL)
-    return NULL;
-  return rebuild_head(head, (size_t)(eol - head), head, len, header, placeholder, value, NULL, out_len, substituted);
 }

@@ -12,7 +12,11 @@
 #                                        write stops CUT bytes into RAW, the rest 1 s later
 #   http-direct HOST PORT RAW            RAW to HOST:PORT (transparent), read to the end
 #   http-proxy RAW                       RAW to the HTTP proxy, read to the end
+#   framed:CASE ARGS…                    CASE, and first a line "framed Content-Length=N body=M"
+#                                        for the one response that came back
 #   http-seq HOST PORT RAW1 RAW2         RAW1, its answer, then RAW2 on the same connection
+#   tls-raw HOST PORT SNI RAW            TLS to HOST:PORT (transparent) with that SNI, RAW inside
+#                                        it, read to the end
 import os, socket, ssl, sys, time
 
 if not os.environ.get("CODEMODE_TEST_CONTAINER"):
@@ -42,6 +46,14 @@ def read_all(s, limit=8.0):
 
 
 def show(data):
+    if FRAMED:
+        # One response: is its body exactly what its Content-Length says?
+        raw = data
+        for marker in (b"\n<TIMEOUT>", b"\n<RESET>"):
+            raw = raw[: -len(marker)] if raw.endswith(marker) else raw
+        head, _, body = raw.partition(b"\r\n\r\n")
+        cl = [l.split(b":", 1)[1].strip() for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+        print("framed Content-Length=%s body=%d" % (cl[0].decode() if len(cl) == 1 else "?", len(body)))
     for line in data.decode("latin-1").splitlines():
         if line.startswith("HTTP/") or line.startswith("hello from") or line.startswith("codemode egress") or line.startswith("SSH-") or line.startswith("<"):
             print(line.replace("HTTP/", "HTTP ", 1) if line.startswith("HTTP/") else line)
@@ -73,8 +85,14 @@ def tls_get(s, sni, pause):
     show(read_all(t))
 
 
+FRAMED = False
+
+
 def main():
+    global FRAMED
     case, args = sys.argv[1], sys.argv[2:]
+    if case.startswith("framed:"):
+        FRAMED, case = True, case[len("framed:"):]
     try:
         if case == "tls-tunnel":
             tls_get(connect_tunnel(args[0]), args[1], float(args[2]))
@@ -98,6 +116,14 @@ def main():
             s = socket.create_connection(PROXY, timeout=10)
             s.sendall(unescape(args[0]))
             show(read_all(s))
+        elif case == "tls-raw":
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False  # the broker's per-run CA signs it; the broker is tested
+            ctx.verify_mode = ssl.CERT_NONE
+            t = ctx.wrap_socket(socket.create_connection((args[0], int(args[1])), timeout=10),
+                                server_hostname=args[2])
+            t.sendall(unescape(args[3]))
+            show(read_all(t))
         elif case == "http-seq":
             s = socket.create_connection((args[0], int(args[1])), timeout=10)
             s.sendall(unescape(args[2]))
