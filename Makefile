@@ -328,14 +328,15 @@ fuzz: $(FUZZ_BINS)
 # the MCP, egress and learn benches, and each hardened path beside its base (paths.sh, issue 27).
 # Reports only, never fails on timings. CI: make bench BENCH_RUNS=5
 BENCH_RUNS ?= 50
+# Every bench runs with a /dev/null of its own (tests/bench/private-null.sh says why).
 bench: all $(B)/tests/landlock_cost
 	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) BENCH_LANDLOCK_COST=$(abspath $(B)/tests/landlock_cost) \
-	  tests/bench/run.sh
-	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/mcp.sh
-	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/egress.sh
-	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/learn.sh
-	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/paths.sh
-	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/ci.sh
+	  tests/bench/private-null.sh tests/bench/run.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/private-null.sh tests/bench/mcp.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/private-null.sh tests/bench/egress.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/private-null.sh tests/bench/learn.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/private-null.sh tests/bench/paths.sh
+	BENCH_RUNS=$(BENCH_RUNS) CODEMODE=$(abspath $(B)/codemode) tests/bench/private-null.sh tests/bench/ci.sh
 
 # What Landlock adds to an mcp start, step by step (issue 18): run.sh reports it.
 $(B)/tests/landlock_cost: tests/bench/landlock_cost.c $(B)/libcodemode.a
