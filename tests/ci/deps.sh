@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/ci/deps.sh — what tests/ci needs on a fresh machine (called by .ci/run): Debian's podman
-# (with crun and conmon) for the nested containers, run inside --profile ci jobs from the host's
+# (with crun and conmon) and buildah for the nested containers, run inside --profile ci jobs from the host's
 # /usr (codemode-run --host); python3 for the test image; debootstrap for the Debian rootfs of
 # the apt-get job; make and a C compiler for the build jobs (scripts/install-deps.sh has them).
 # Cached in tests/ci/.work, so the suite itself needs no network: a minbase Debian 12 rootfs
@@ -10,7 +10,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=rootfs-tools/lib.sh
 . "$here/../../rootfs-tools/lib.sh"
-rt_ensure_packages podman crun conmon python3 busybox-static debootstrap dpkg-dev
+rt_ensure_packages podman buildah crun conmon python3 busybox-static debootstrap dpkg-dev
 echo "tests/ci: $(podman --version), $(crun --version | head -1)"
 work=$here/.work
 mkdir -p "$work"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/ci/run.sh — hardened CI runners (--profile ci, issue 26): real jobs in codemode-run
 # --profile ci, as root: Debian's podman nested in the job (load, run, build; the host's through
-# --host, and inside an image), the job's end (exit, timeout, codemode-run killed) leaving
+# --host, and inside an image) and buildah (from, run, commit; bud with a RUN step), the job's end (exit, timeout, codemode-run killed) leaving
 # nothing, two concurrent jobs apart, a C build as root and as a normal user, apt-get install in
 # a Debian image, and the GitLab Runner driver (contrib/gitlab-runner) and the GitHub Actions
 # shell (contrib/github-actions) called as the runners call them. TAP on
@@ -14,7 +14,7 @@ repo=$(cd "$here/../.." && pwd)
 export CODEMODE
 
 [ "$(id -u)" -eq 0 ] || { echo "tests/ci: needs root (per-job host ranges, idmapped mounts)" >&2; exit 77; }
-for tool in podman crun conmon python3 bats jq busybox make cc debootstrap dpkg-scanpackages; do
+for tool in podman buildah crun conmon python3 bats jq busybox make cc debootstrap dpkg-scanpackages; do
   command -v "$tool" >/dev/null || { echo "tests/ci: $tool is not installed (tests/ci/deps.sh)" >&2; exit 77; }
 done
 [ -x "$(dirname "$CODEMODE")/codemode-run" ] || { echo "tests/ci: codemode-run is not built (run make)" >&2; exit 1; }
