@@ -24,7 +24,9 @@
 #   4 egress               tests/rootless/egress.bats as the user inside the egress suite's test
 #                          internet (tests/egress/lab.bash, network namespaces made here):
 #                          codemode-run --profile mcp --allow-host, its broker the user's;
-#                          two of its cases again with /etc/subuid ranges
+#                          two of its cases again with /etc/subuid ranges; ci_npm.bats: the npm
+#                          ci job of tests/ci/npm.bats against its verdaccio mirror (root starts
+#                          it in the lab), --profile ci --allow-host as the user
 # Knobs: CM_ROOTLESS_PASSES="1 2 3 4" (default all), CM_TEST_FILTER (bats --filter).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -252,6 +254,23 @@ for pass in $passes; do
       CM_USER_NETNS=/run/netns/$LAB_NET \
         CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR LAB_TOKEN=$LAB_TOKEN EG_WORK=$eg_work" \
         run_bats "egress" "$here/egress.bats"
+      # The npm ci job (tests/ci/npm.bats) as the user, against the mirror root starts in the lab.
+      # shellcheck source=tests/ci/mirror.bash
+      . "$repo/tests/ci/mirror.bash"
+      if [ -x "$repo/tests/ci/.work/verdaccio/node_modules/.bin/verdaccio" ] || "$repo/tests/ci/deps.sh" >"$work/ci-deps.log" 2>&1; then
+        if mirror_up "$work/mirror" 2>"$work/mirror.err"; then
+          CM_USER_NETNS=/run/netns/$LAB_NET \
+            CM_EXTRA_ENV="LAB_DNS=$LAB_DNS MIRROR_DIR=$MIRROR_DIR MIRROR_URL=$MIRROR_URL CM_GREET_INTEGRITY=$CM_GREET_INTEGRITY" \
+            run_bats "egress" "$here/ci_npm.bats"
+        else
+          n=$((n + 1))
+          echo "not ok $n [egress] the npm mirror: $(tr '\n' ' ' <"$work/mirror.err")"
+        fi
+        mirror_down
+      else
+        n=$((n + 1))
+        echo "not ok $n [egress] the npm mirror: tests/ci/deps.sh failed: $(tail -n 1 "$work/ci-deps.log")"
+      fi
       # With subordinate ranges (newuidmap) too: allowed and refused.
       subuid=1
       echo "$user:100000:65536" >/etc/subuid
