@@ -39,8 +39,8 @@ listen: $MIRROR_ADDR
 YAML
   mirror_in "$bin" --config "$v/config.yaml" </dev/null >"$v/out" 2>&1 3>&- &
   echo $! >"$v/pid"
-  local i
-  for i in $(seq 150); do
+  local _
+  for _ in $(seq 150); do
     mirror_in curl -sf -m 2 "http://$MIRROR_ADDR/-/ping" >/dev/null && break
     sleep 0.2
   done
