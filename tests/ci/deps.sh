@@ -6,11 +6,18 @@
 # Cached in tests/ci/.work, so the suite itself needs no network: a minbase Debian 12 rootfs
 # (debootstrap from the Debian archive) and a local repository of sudo and what it needs
 # beyond minbase (apt-get download, dpkg-scanpackages), which the apt-get job installs from.
+# The npm job (npm.bats): Node and npm (the job's, from the host's /usr), verdaccio 5 from npm
+# as the registry mirror (in .work/verdaccio), and the egress lab's tools (dnsmasq, openssl,
+# iproute2) for the network namespaces it runs in.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=rootfs-tools/lib.sh
 . "$here/../../rootfs-tools/lib.sh"
-rt_ensure_packages podman buildah crun conmon python3 busybox-static debootstrap dpkg-dev
+rt_ensure_packages podman buildah crun conmon python3 busybox-static debootstrap dpkg-dev dnsmasq-base openssl iproute2
+# Node and npm from Debian only when absent (a NodeSource nodejs carries its own npm).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  rt_ensure_packages nodejs npm
+fi
 echo "tests/ci: $(podman --version), $(crun --version | head -1)"
 work=$here/.work
 mkdir -p "$work"
@@ -32,3 +39,12 @@ if [ ! -s "$work/repo/Packages" ]; then
 fi
 debs=("$work"/repo/*.deb)
 echo "tests/ci: Debian rootfs $(cat "$work/debian/etc/debian_version"), local repository: ${#debs[@]} packages"
+# verdaccio 5, pinned by its own lockfile once installed; again only when the pin changes.
+if [ ! -x "$work/verdaccio/node_modules/.bin/verdaccio" ] || [ "$(cat "$work/verdaccio/pin" 2>/dev/null)" != verdaccio@5 ]; then
+  rm -rf "$work/verdaccio" && mkdir -p "$work/verdaccio"
+  (cd "$work/verdaccio" && echo '{"private": true}' >package.json &&
+    timeout 600 npm install --no-audit --no-fund --cache "$work/npm-cache" verdaccio@5 >install.log 2>&1) ||
+    { tail -20 "$work/verdaccio/install.log" >&2; exit 1; }
+  echo verdaccio@5 >"$work/verdaccio/pin"
+fi
+echo "tests/ci: node $(node --version), npm $(npm --version), verdaccio $("$work/verdaccio/node_modules/.bin/verdaccio" --version)"

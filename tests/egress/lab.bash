@@ -13,6 +13,8 @@
 #                self.allowed.test → 198.51.100.1 (LAB_NET's own address: the broker's machine),
 #                mapped.allowed.test → ::ffff:198.51.100.1 (its IPv4-mapped form, AAAA only),
 #                bcast.allowed.test → 198.51.100.255 (the subnet's broadcast)
+#                203.0.113.40 registry.allowed.test (tests/ci/npm.bats runs its npm registry
+#                mirror there, on port 4873)
 #              dnsmasq on 203.0.113.53 answers these; servers.py serves HTTPS on 443/8443 and
 #              HTTP on 80 on every address (tests/egress/servers.py).
 #
@@ -55,7 +57,7 @@ lab_up() {
   ip -n "$LAB_HOSTS" link set eg1-$tag name eg1 && ip -n "$LAB_HOSTS" addr add 198.51.100.2/24 dev eg1 &&
     ip -n "$LAB_HOSTS" link set eg1 up || return 1
   local a
-  for a in 203.0.113.10 203.0.113.11 203.0.113.20 203.0.113.30 203.0.113.53 203.0.113.54 10.20.0.5 169.254.169.254; do
+  for a in 203.0.113.10 203.0.113.11 203.0.113.20 203.0.113.30 203.0.113.40 203.0.113.53 203.0.113.54 10.20.0.5 169.254.169.254; do
     ip -n "$LAB_HOSTS" addr add $a/32 dev lo || return 1
   done
   : >"$LAB_DIR/requests.log"
@@ -63,7 +65,7 @@ lab_up() {
     --listen-address=$LAB_DNS --port=53 --user=root --group=root --pid-file="$LAB_DIR/dnsmasq.pid" \
     --log-facility="$LAB_DIR/dnsmasq.log" \
     --address=/api.allowed.test/203.0.113.10 --address=/other.allowed.test/203.0.113.11 \
-    --address=/evil.test/203.0.113.20 --address=/plain.allowed.test/203.0.113.30 \
+    --address=/evil.test/203.0.113.20 --address=/plain.allowed.test/203.0.113.30 --address=/registry.allowed.test/203.0.113.40 \
     --address=/private.allowed.test/10.20.0.5 --address=/meta.allowed.test/169.254.169.254 \
     --address=/loop.allowed.test/127.0.0.1 --address=/self.allowed.test/198.51.100.1 \
     --address=/mapped.allowed.test/::ffff:198.51.100.1 --address=/bcast.allowed.test/198.51.100.255 --server=/rebind.allowed.test/203.0.113.54 --local=/test/ --local-ttl=60 \

@@ -7,21 +7,26 @@
 # nor the /etc/subuid variants ever touch the host's files; the user is removed at the end and
 # the copy goes with the namespace. Passes:
 #   1 no subordinate ids   tests/rootless/rootless.bats and features.bats (Landlock, learn mode
-#                          and learned policies as the user), and as that user tests/security's
-#                          mcp_escape*.bats and the CVE-2019-5736 exec case (the runtime copy
-#                          under test is the user's own, writable file)
-#   2 /etc/subuid ranges   rootless.bats again (newuidmap maps 65536 ids), every rootfs-tools
-#                          bundle maker (tests/integration/rootfs_tools.bats), the real MCP SDK
-#                          client against @modelcontextprotocol/server-filesystem through
-#                          codemode-run --profile mcp (tests/mcp/run.sh, its non-Docker cases:
-#                          1-4 and learn mode, 14-18)
+#                          and learned policies as the user), ci.bats's bundle job (--profile
+#                          ci), and as that user tests/security's mcp_escape*.bats and the
+#                          CVE-2019-5736 exec case (the runtime copy under test is the user's
+#                          own, writable file)
+#   2 /etc/subuid ranges   rootless.bats again (newuidmap maps 65536 ids), ci.bats (ci jobs: a
+#                          bundle job; a --host C build as the job's root and as its uid 1000,
+#                          a subordinate id on the host), every rootfs-tools bundle maker
+#                          (tests/integration/rootfs_tools.bats), the real MCP SDK client
+#                          against @modelcontextprotocol/server-filesystem through codemode-run
+#                          --profile mcp (tests/mcp/run.sh, its non-Docker cases: 1-4 and learn
+#                          mode, 14-18)
 #   3 delegated cgroup v2  a cgroup v2 subtree chowned to the user (the host's v2 hierarchy,
 #                          mounted at /sys/fs/cgroup in the namespace): the container's cgroup is
 #                          made there, holds its processes, and is removed at delete
 #   4 egress               tests/rootless/egress.bats as the user inside the egress suite's test
 #                          internet (tests/egress/lab.bash, network namespaces made here):
 #                          codemode-run --profile mcp --allow-host, its broker the user's;
-#                          two of its cases again with /etc/subuid ranges
+#                          two of its cases again with /etc/subuid ranges; ci_npm.bats: the npm
+#                          ci job of tests/ci/npm.bats against its verdaccio mirror (root starts
+#                          it in the lab), --profile ci --allow-host as the user
 # Knobs: CM_ROOTLESS_PASSES="1 2 3 4" (default all), CM_TEST_FILTER (bats --filter).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -144,6 +149,9 @@ for pass in $passes; do
       run_bats "no subuid" "$here/rootless.bats"
       # Landlock (issue 18) and learn mode (issue 19) as the user.
       run_bats "no subuid" "$here/features.bats"
+      # A ci job (--profile ci) as the user: its bundle case only (the job's root is the user's
+      # uid; its uid 1000 needs the subordinate range of pass 2).
+      run_bats "no subuid" "$here/ci.bats" -- "ephemeral bundle job"
       run_bats "no subuid" "$repo/tests/security/mcp_escape.bats" "$repo/tests/security/mcp_exec.bats"
       # The other cases put an attacker into a container whose init still waits for `start`: a
       # rootless runtime cannot enter one (its init is closed to it until it execs, which is the
@@ -156,6 +164,8 @@ for pass in $passes; do
       echo "$user:100000:65536" >/etc/subgid
       echo "# pass 2: rootless with /etc/subuid and /etc/subgid ranges (newuidmap, newgidmap)"
       run_bats "subuid" "$here/rootless.bats"
+      # ci jobs as the user with its subordinate ranges: a build user of the job is one of them.
+      run_bats "subuid" "$here/ci.bats"
       # Every bundle maker as a normal user (no chown: ownership comes from the mapping); their
       # images run as uid 1000, which needs the subordinate range.
       run_bats "subuid" "$repo/tests/integration/rootfs_tools.bats"
@@ -244,6 +254,23 @@ for pass in $passes; do
       CM_USER_NETNS=/run/netns/$LAB_NET \
         CM_EXTRA_ENV="LAB_DNS=$LAB_DNS LAB_CA=$LAB_CA LAB_DIR=$LAB_DIR LAB_TOKEN=$LAB_TOKEN EG_WORK=$eg_work" \
         run_bats "egress" "$here/egress.bats"
+      # The npm ci job (tests/ci/npm.bats) as the user, against the mirror root starts in the lab.
+      # shellcheck source=tests/ci/mirror.bash
+      . "$repo/tests/ci/mirror.bash"
+      if [ -x "$repo/tests/ci/.work/verdaccio/node_modules/.bin/verdaccio" ] || "$repo/tests/ci/deps.sh" >"$work/ci-deps.log" 2>&1; then
+        if mirror_up "$work/mirror" 2>"$work/mirror.err"; then
+          CM_USER_NETNS=/run/netns/$LAB_NET \
+            CM_EXTRA_ENV="LAB_DNS=$LAB_DNS MIRROR_DIR=$MIRROR_DIR MIRROR_URL=$MIRROR_URL CM_GREET_INTEGRITY=$CM_GREET_INTEGRITY" \
+            run_bats "egress" "$here/ci_npm.bats"
+        else
+          n=$((n + 1))
+          echo "not ok $n [egress] the npm mirror: $(tr '\n' ' ' <"$work/mirror.err")"
+        fi
+        mirror_down
+      else
+        n=$((n + 1))
+        echo "not ok $n [egress] the npm mirror: tests/ci/deps.sh failed: $(tail -n 1 "$work/ci-deps.log")"
+      fi
       # With subordinate ranges (newuidmap) too: allowed and refused.
       subuid=1
       echo "$user:100000:65536" >/etc/subuid
