@@ -2,8 +2,8 @@
 # tests/ci/run.sh — hardened CI runners (--profile ci, issue 26): real jobs in codemode-run
 # --profile ci, as root: Debian's podman nested in the job (load, run, build; the host's through
 # --host, and inside an image) and buildah (from, run, commit; bud with a RUN step), the job's
-# end (exit, timeout, codemode-run killed) leaving nothing, two concurrent jobs apart, a C build as root and as a normal user, apt-get install in
-# a Debian image, an npm project's `npm ci && npm test` from a verdaccio mirror in the egress
+# end (exit, timeout, codemode-run killed) leaving nothing, two concurrent jobs apart, a C build
+# as root and as a normal user, apt-get install in a Debian image, an npm project's `npm ci && npm test` from a verdaccio mirror in the egress
 # lab's network namespaces, reached only through --allow-host (npm.bats), and the GitLab Runner
 # driver (contrib/gitlab-runner) and the GitHub Actions shell (contrib/github-actions) called as
 # the runners call them. TAP on stdout (bats); exit 77 with the reason as the last stderr line
