@@ -114,7 +114,7 @@ $(B)/codemode-image: $(IMAGE_OBJS) $(B)/libcodemode.a
 # libprotobuf-c, exec'd by `codemode checkpoint|restore`: the container start path (codemode,
 # static) never carries the protobuf runtime or the CRIU code.
 CRIU_SRCS := $(sort $(filter-out %.pb-c.c,$(wildcard src/criu/*.c)))
-CRIU_OBJS := $(CRIU_SRCS:%.c=$(B)/%.o) $(B)/gen/criu/rpc.pb-c.o $(B)/src/cli/criu_main.o
+CRIU_OBJS := $(CRIU_SRCS:%.c=$(B)/%.o) $(B)/gen/criu/rpc.pb-c.o $(B)/src/cli/criu_main.o $(B)/src/cli/report.o
 $(B)/gen/criu/rpc.pb-c.c $(B)/gen/criu/rpc.pb-c.h: src/criu/rpc.proto
 	@mkdir -p $(B)/gen/criu
 	@echo "  PROTOC  $<"

@@ -34,10 +34,8 @@ int cli_policy_prepare(const struct cli_globals *g, struct create_options *o, st
                        struct cm_error **err);
 void cli_policy_free(struct cli_policy *p);
 
-/* Report err (stderr, and the log file when --log is set), free it; returns exit status 1. */
-int cli_fail(struct cm_error *err);
-/* For usage errors: "codemode: <cmd>: <message>" + a hint to --help; returns 1. */
-int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* cli_fail, cli_usage_error */
+#include "cli/report.h"
 /* Parse a non-negative integer flag value; on error prints and returns -1. */
 int cli_parse_uint(const char *cmd, const char *flag, const char *value);
 

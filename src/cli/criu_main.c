@@ -5,12 +5,12 @@
  * ignored here (codemode checked them already). */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/report.h"
 #include "criu/criu.h"
 #include "util/log.h"
 
@@ -46,31 +46,6 @@ static const char restore_help[] =
     "                            as for checkpoint\n"
     "  --no-subreaper, --no-pivot   accepted (runc's), no effect\n"
     "  --lazy-pages              (refused: codemode runs no page server)\n";
-
-static int fail(struct cm_error *err) {
-  char *msg = cm_error_format(err);
-  if (cm_log_is_file())
-    cm_log(CM_LOG_ERROR, "%s", msg);
-  fprintf(stderr, "codemode: %s\n", msg);
-  free(msg);
-  cm_error_free(err);
-  return 1;
-}
-
-static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int usage_error(const char *cmd, const char *fmt, ...) {
-  char *msg = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  if (vasprintf(&msg, fmt, ap) < 0)
-    msg = NULL;
-  va_end(ap);
-  if (cm_log_is_file())
-    cm_log(CM_LOG_ERROR, "%s: %s", cmd, msg ? msg : "");
-  fprintf(stderr, "codemode: %s: %s (see 'codemode %s --help')\n", cmd, msg ? msg : "", cmd);
-  free(msg);
-  return 1;
-}
 
 enum {
   O_IMAGE = 300,
@@ -150,18 +125,18 @@ static int cmd_checkpoint(struct runtime_context *ctx, const char *criu_path, in
     case 'h': fputs(checkpoint_help, stdout); return 0;
     case O_UNSUPPORTED:
     case O_UNSUPPORTED_ARG:
-      return usage_error("checkpoint", "%s: not supported by codemode", argv[optind - 1]);
-    default: return usage_error("checkpoint", "unknown or incomplete option \"%s\"", argv[optind - 1]);
+      return cli_usage_error("checkpoint", "%s: not supported by codemode", argv[optind - 1]);
+    default: return cli_usage_error("checkpoint", "unknown or incomplete option \"%s\"", argv[optind - 1]);
     }
   }
   if (optind != argc - 1)
-    return usage_error("checkpoint", "expects exactly one container ID");
+    return cli_usage_error("checkpoint", "expects exactly one container ID");
   if (o.pre_dump && o.leave_running)
     cm_debug("checkpoint: --leave-running with --pre-dump: a pre-dump always leaves it running");
   o.id = argv[optind];
   struct cm_error *err = NULL;
   if (criu_checkpoint(ctx, &o, &err) < 0)
-    return fail(err);
+    return cli_fail(err);
   return 0;
 }
 
@@ -198,17 +173,17 @@ static int cmd_restore(struct runtime_context *ctx, const char *criu_path, const
     case O_NOOP: break;
     case 'h': fputs(restore_help, stdout); return 0;
     case O_UNSUPPORTED:
-    case O_UNSUPPORTED_ARG: return usage_error("restore", "%s: not supported by codemode", argv[optind - 1]);
-    default: return usage_error("restore", "unknown or incomplete option \"%s\"", argv[optind - 1]);
+    case O_UNSUPPORTED_ARG: return cli_usage_error("restore", "%s: not supported by codemode", argv[optind - 1]);
+    default: return cli_usage_error("restore", "unknown or incomplete option \"%s\"", argv[optind - 1]);
     }
   }
   if (optind != argc - 1)
-    return usage_error("restore", "expects exactly one container ID");
+    return cli_usage_error("restore", "expects exactly one container ID");
   o.id = argv[optind];
   struct cm_error *err = NULL;
   int status = 0;
   if (criu_restore(ctx, &o, &status, &err) < 0)
-    return fail(err);
+    return cli_fail(err);
   return status;
 }
 

@@ -157,42 +157,12 @@ int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_o
   }
 
   CriuOpts opts = CRIU_OPTS__INIT;
-  opts.images_dir_fd = images_fd;
-  opts.has_work_dir_fd = true;
-  opts.work_dir_fd = work_fd;
+  criu_opts_common(&opts, &o->c, s, images_fd, work_fd, log_name, c.st.rootfs);
   opts.has_pid = true;
   opts.pid = c.st.pid;
-  opts.log_file = (char *)log_name;
-  opts.has_log_level = true;
-  opts.log_level = 4;
-  opts.root = c.st.rootfs;
-  opts.has_notify_scripts = true;
-  opts.notify_scripts = true;
-  opts.has_manage_cgroups = true;
-  opts.manage_cgroups = true;
-  if (o->c.cgroup_mode != CRIU_CG_UNSET) {
-    opts.has_manage_cgroups_mode = true;
-    opts.manage_cgroups_mode = (CriuCgMode)o->c.cgroup_mode;
-  }
-#define FLAG(f) \
-  if (o->c.f) { \
-    opts.has_##f = true; \
-    opts.f = true; \
-  }
-  FLAG(tcp_established)
-  FLAG(ext_unix_sk)
-  FLAG(shell_job)
-  FLAG(file_locks)
-#undef FLAG
   if (o->leave_running) {
     opts.has_leave_running = true;
     opts.leave_running = true;
-  }
-  /* A terminal: the pty master is the caller's (the shim's), outside the container; CRIU
-   * dumps the slave side as an orphan and hands a new master over at restore. */
-  if (s->process && s->process->terminal) {
-    opts.has_orphan_pts_master = true;
-    opts.orphan_pts_master = true;
   }
   if (o->parent_path)
     opts.parent_img = (char *)o->parent_path;

@@ -47,8 +47,14 @@ static int check_key(const char *what, const char *s, struct cm_error **err) {
   return 0;
 }
 
-/* The mountinfo fields of one line: mount point (5th) and fs type (after " - "). Octal escapes
- * (\040 for a space) are left as they are: CRIU compares the escaped form too. */
+/* The mountinfo fields of one line: root (4th), mount point (5th) and fs type (after " - ").
+ * Octal escapes (\040 for a space) are left as they are: CRIU compares the escaped form too. */
+static bool mountinfo_fields(const char *line, char root[4096], char mnt[4096], char fstype[256]) {
+  const char *dash = strstr(line, " - ");
+  return dash != NULL && sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) == 2 &&
+         sscanf(dash + 3, "%255s", fstype) == 1;
+}
+
 static int dump_host_devices(pid_t pid, struct criu_externals *e, struct cm_error **err) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
@@ -59,9 +65,7 @@ static int dump_host_devices(pid_t pid, struct criu_externals *e, struct cm_erro
   size_t cap = 0;
   while (getline(&line, &cap, f) > 0) {
     char root[4096], mnt[4096], fstype[256];
-    const char *dash = strstr(line, " - ");
-    if (dash == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
-        sscanf(dash + 3, "%255s", fstype) != 1)
+    if (!mountinfo_fields(line, root, mnt, fstype))
       continue;
     /* The container's own cgroup directory bound in (linux/mount_cgroup.c, without a cgroup
      * namespace): CRIU finds no mount of that hierarchy's root for it. */
@@ -135,9 +139,7 @@ static void push_cgroup_binds(const struct spec *s, const char *cgroup_path, str
   size_t cap = 0;
   while (getline(&line, &cap, f) > 0) {
     char root[4096], mnt[4096], fstype[256];
-    const char *dash = strstr(line, " - ");
-    if (dash == NULL || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2 ||
-        sscanf(dash + 3, "%255s", fstype) != 1)
+    if (!mountinfo_fields(line, root, mnt, fstype))
       continue;
     if ((strcmp(fstype, "cgroup2") != 0 && strcmp(fstype, "cgroup") != 0) || strcmp(root, "/") != 0)
       continue;

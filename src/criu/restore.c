@@ -314,24 +314,10 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
     goto fail;
 
   CriuOpts opts = CRIU_OPTS__INIT;
-  opts.images_dir_fd = images_fd;
-  opts.has_work_dir_fd = true;
-  opts.work_dir_fd = work_fd;
-  opts.log_file = "restore.log";
-  opts.has_log_level = true;
-  opts.log_level = 4;
-  opts.root = criu_root;
-  opts.has_notify_scripts = true;
-  opts.notify_scripts = true;
+  criu_opts_common(&opts, &o->c, s, images_fd, work_fd, "restore.log", criu_root);
   /* The restored tree becomes our child (not criu's): we wait for it, or the shim inherits it. */
   opts.has_rst_sibling = true;
   opts.rst_sibling = true;
-  opts.has_manage_cgroups = true;
-  opts.manage_cgroups = true;
-  if (o->c.cgroup_mode != CRIU_CG_UNSET) {
-    opts.has_manage_cgroups_mode = true;
-    opts.manage_cgroups_mode = (CriuCgMode)o->c.cgroup_mode;
-  }
   CriuCgroupRoot cgroot = CRIU_CGROUP_ROOT__INIT, *cgroots[1] = {&cgroot};
   if (cg) {
     /* The checkpoint's cgroup becomes this container's own (a restore under a new id gets its
@@ -339,20 +325,6 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
     cgroot.path = (char *)cgroup_path(cg);
     opts.n_cg_root = 1;
     opts.cg_root = cgroots;
-  }
-#define FLAG(f) \
-  if (o->c.f) { \
-    opts.has_##f = true; \
-    opts.f = true; \
-  }
-  FLAG(tcp_established)
-  FLAG(ext_unix_sk)
-  FLAG(shell_job)
-  FLAG(file_locks)
-#undef FLAG
-  if (s->process && s->process->terminal) {
-    opts.has_orphan_pts_master = true;
-    opts.orphan_pts_master = true;
   }
   opts.n_external = ext.n;
   opts.external = ext.ext;

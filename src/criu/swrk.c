@@ -237,3 +237,38 @@ int criu_fail(struct cm_error **err, const char *what, const CriuResp *resp, int
   return cm_error_set(err, e, "criu %s failed%s%s (see %s/%s)", what, msg ? ": " : "", msg ? msg : "", work_path,
                       log_name);
 }
+
+void criu_opts_common(CriuOpts *opts, const struct criu_common_options *c, const struct spec *s, int images_fd,
+                      int work_fd, const char *log_file, const char *root) {
+  opts->images_dir_fd = images_fd;
+  opts->has_work_dir_fd = true;
+  opts->work_dir_fd = work_fd;
+  opts->log_file = (char *)log_file;
+  opts->has_log_level = true;
+  opts->log_level = 4;
+  opts->root = (char *)root;
+  opts->has_notify_scripts = true;
+  opts->notify_scripts = true;
+  opts->has_manage_cgroups = true;
+  opts->manage_cgroups = true;
+  if (c->cgroup_mode != CRIU_CG_UNSET) {
+    opts->has_manage_cgroups_mode = true;
+    opts->manage_cgroups_mode = (CriuCgMode)c->cgroup_mode;
+  }
+#define FLAG(f) \
+  if (c->f) { \
+    opts->has_##f = true; \
+    opts->f = true; \
+  }
+  FLAG(tcp_established)
+  FLAG(ext_unix_sk)
+  FLAG(shell_job)
+  FLAG(file_locks)
+#undef FLAG
+  /* A terminal: the pty master is the caller's (the shim's), outside the container; CRIU dumps
+   * the slave side as an orphan and hands a new master over at restore. */
+  if (s->process && s->process->terminal) {
+    opts->has_orphan_pts_master = true;
+    opts->orphan_pts_master = true;
+  }
+}

@@ -3,7 +3,9 @@
 #define CM_CRIU_SWRK_H
 
 #include <sys/types.h>
+#include "criu/criu.h"
 #include "criu/rpc.pb-c.h"
+#include "spec/spec.h"
 #include "util/error.h"
 
 struct criu_swrk {
@@ -27,6 +29,12 @@ int criu_swrk_call(struct criu_swrk *s, const CriuReq *req, criu_notify_fn notif
                    struct cm_error **err);
 /* Close the socket and reap criu. */
 void criu_swrk_end(struct criu_swrk *s);
+
+/* What a dump and a restore ask of CRIU alike: the images and work directories by fd, its log
+ * (log_file, in the work directory, level 4) and root, notify scripts, cgroups managed (in c's
+ * mode when one is given), c's flags, and for a terminal container its pty as an orphan. */
+void criu_opts_common(CriuOpts *opts, const struct criu_common_options *c, const struct spec *s, int images_fd,
+                      int work_fd, const char *log_file, const char *root);
 
 /* The lines of work_fd/log_name that say "Error", the last few of them joined by "; " (what the
  * user needs to see of CRIU's log), malloc'd, or NULL when there are none or no log. */

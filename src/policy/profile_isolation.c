@@ -23,8 +23,6 @@
 #include "util/cleanup.h"
 #include "util/host_root.h"
 
-static void strv_append(struct spec_strv *v, const char *s);
-
 char *policy_cap_names(uint64_t mask) {
   char *out = NULL;
   size_t len = 0;
@@ -236,21 +234,12 @@ void policy_sys_bind_to_sysfs(struct spec *s, struct policy_report *r) {
     m->source = xstrdup("sysfs");
     static const char *const opts[] = {"nosuid", "noexec", "nodev", "ro"};
     for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
-      strv_append(&m->options, opts[k]);
+      spec_strv_push(&m->options, opts[k]);
     spec_mount_decode_options(m);
     policy_report_add(r, "mounts[%zu] /sys: the bind of the host's /sys becomes a fresh read-only sysfs (the "
                          "container has its own network namespace)",
                       i);
   }
-}
-
-static void strv_append(struct spec_strv *v, const char *s) {
-  char **grown = realloc(v->items, (v->count + 2) * sizeof(char *));
-  if (grown == NULL)
-    abort();
-  v->items = grown;
-  v->items[v->count++] = xstrdup(s);
-  v->items[v->count] = NULL;
 }
 
 bool policy_has_mount_at(const struct spec *s, const char *dest) {
@@ -278,7 +267,7 @@ void policy_add_tmpfs(struct spec *s, const char *dest, const char *const *optio
   *m =
       (struct spec_mount){.destination = xstrdup(dest), .type = xstrdup("tmpfs"), .source = xstrdup("tmpfs")};
   for (; *options; options++)
-    strv_append(&m->options, *options);
+    spec_strv_push(&m->options, *options);
   spec_mount_decode_options(m);
   policy_report_add(r, "mounts: tmpfs added at %s (%s)", dest, m->data ? m->data : "");
 }
@@ -290,7 +279,7 @@ void policy_add_paths(struct spec_strv *v, const char *const *paths, const char 
     for (size_t k = 0; k < v->count && !found; k++)
       found = strcmp(v->items[k], paths[i]) == 0;
     if (!found) {
-      strv_append(v, paths[i]);
+      spec_strv_push(v, paths[i]);
       policy_report_add(r, "linux.%s: %s added", what, paths[i]);
     }
   }

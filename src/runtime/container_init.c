@@ -50,6 +50,21 @@ static int64_t expect(int sync_fd, uint32_t type) {
   return m.value;
 }
 
+void process_load_seccomp_early(int sync_fd, struct landlock_prepared *ll, const struct seccomp_program *stacked,
+                                const struct seccomp_program *prog) {
+  struct cm_error *err = NULL;
+  if (landlock_enforce(ll, &err) < 0)
+    fail(sync_fd, err);
+  if (stacked && seccomp_program_load(stacked, &err) < 0)
+    fail(sync_fd, err);
+  int listener = seccomp_program_load(prog, &err);
+  if (listener < 0)
+    fail(sync_fd, err);
+  sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
+  close(listener);
+  expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
+}
+
 /* Join every namespace given by path. The user namespace comes first so the others are joined
  * with its privileges; all are opened before any setns, because joining the mount namespace
  * changes what the other paths resolve to. */
@@ -574,16 +589,7 @@ static void container_init(const struct init_config *c, bool oom_set) {
    * chmod or memfd_create must not meet the runtime's own calls (issue 28). What is left under
    * the filter: the start fifo, startContainer hooks, the close-on-exec sweep and the execve. */
   if (seccomp_early) {
-    if (landlock_enforce(&ll, &err) < 0)
-      fail(sync_fd, err);
-    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
-      fail(sync_fd, err);
-    int listener = seccomp_program_load(c->seccomp, &err);
-    if (listener < 0)
-      fail(sync_fd, err);
-    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
-    close(listener);
-    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
+    process_load_seccomp_early(sync_fd, &ll, c->seccomp_stacked, c->seccomp);
   }
 
   cm_debug("ready: %s will be exec'd%s", exe, c->exec_direct ? "" : " through the sealed trampoline");

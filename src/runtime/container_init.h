@@ -66,6 +66,11 @@ struct init_config {
  * HOME taken from the container's /etc/passwd when the process has none. */
 char *process_find_executable(const struct spec_process *p, struct cm_error **err);
 char **process_env_with_home(const struct spec_process *p);
+/* The early load (a filter with NOTIFY rules, loaded before the last steps): enforce ll, load
+ * stacked (NULL: none) then prog, hand prog's listener to the runtime over sync_fd and wait until
+ * it is delivered. Any failure is sent over sync_fd and ends the process. */
+void process_load_seccomp_early(int sync_fd, struct landlock_prepared *ll, const struct seccomp_program *stacked,
+                                const struct seccomp_program *prog);
 
 /* Never returns. */
 __attribute__((noreturn)) void container_stage1(const struct init_config *c);

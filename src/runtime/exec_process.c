@@ -190,16 +190,7 @@ static void exec_child(const struct exec_child_config *c) {
       fail(sync_fd, err);
   }
   if (seccomp_early) {
-    if (landlock_enforce(&ll, &err) < 0)
-      fail(sync_fd, err);
-    if (c->seccomp_stacked && seccomp_program_load(c->seccomp_stacked, &err) < 0)
-      fail(sync_fd, err);
-    int listener = seccomp_program_load(c->seccomp, &err);
-    if (listener < 0)
-      fail(sync_fd, err);
-    sync_send(sync_fd, SYNC_SECCOMP_NOTIFY_FD, 0, NULL, listener, NULL);
-    close(listener);
-    expect(sync_fd, SYNC_SECCOMP_NOTIFY_FD); /* delivered to the listener */
+    process_load_seccomp_early(sync_fd, &ll, c->seccomp_stacked, c->seccomp);
   }
   /* Nothing of the runtime's reaches the process but the fds asked for (CVE-2024-21626 class). */
   if (fds_close_on_exec_from(3 + c->preserve_fds, &err) < 0)

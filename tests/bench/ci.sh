@@ -10,12 +10,8 @@
 set -euo pipefail
 self=$(readlink -f "${BASH_SOURCE[0]}")
 here=$(dirname "$self")
-repo=$(cd "$here/../.." && pwd)
-: "${CODEMODE:=$repo/build/codemode}"
-bin=$(dirname "$CODEMODE")
-rounds=${BENCH_RUNS:-20}
-[ "$rounds" -gt 20 ] && rounds=20
-results=${BENCH_RESULTS:-$here/results}
+# shellcheck source=tests/bench/settings.sh
+. "$here/settings.sh"
 log() { echo "bench-ci: $*" >&2; }
 [ "$(id -u)" -eq 0 ] || { log "needs root: skipped"; exit 0; }
 

@@ -12,12 +12,8 @@
 set -euo pipefail
 self=$(readlink -f "${BASH_SOURCE[0]}")
 here=$(dirname "$self")
-repo=$(cd "$here/../.." && pwd)
-: "${CODEMODE:=$repo/build/codemode}"
-bin=$(dirname "$CODEMODE")
-rounds=${BENCH_RUNS:-20}
-[ "$rounds" -gt 20 ] && rounds=20
-results=${BENCH_RESULTS:-$here/results}
+# shellcheck source=tests/bench/settings.sh
+. "$here/settings.sh"
 log() { echo "bench-mcp: $*" >&2; }
 
 if [ "${BENCH_MCP_IN_NS:-}" != 1 ]; then

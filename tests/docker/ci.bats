@@ -20,17 +20,9 @@ setup_file() { dockerd_setup_file cm-dkci; }
 
 teardown_file() { dockerd_teardown_file; }
 
-setup() {
-  HOST_DIR=$(mktemp -d "$DK_DIR/case.XXXXXX")
-}
+setup() { dockerd_case_setup; }
 
-teardown() {
-  local ids
-  ids=$(docker ps -aq 2>/dev/null)
-  # shellcheck disable=SC2086 # one word per id
-  [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
-  rm -rf "$HOST_DIR"
-}
+teardown() { dockerd_case_teardown; }
 
 @test "docker --profile=ci: root in its own 1048576-id range with CAP_SYS_ADMIN; a writable throwaway root" {
   run dk run --rm --runtime=codemode-args --network none "$IMG" sh -c \

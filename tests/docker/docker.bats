@@ -21,17 +21,10 @@ teardown_file() { dockerd_teardown_file; }
 
 setup() {
   CASE_TAG=cm$(printf '%s' "$BATS_TEST_NAME" | md5sum | cut -c1-8)
-  # Bind sources and seccomp profiles for the cases.
-  HOST_DIR=$(mktemp -d "$DK_DIR/case.XXXXXX")
+  dockerd_case_setup
 }
 
-teardown() {
-  local ids
-  ids=$(docker ps -aq --filter "name=$CASE_TAG" 2>/dev/null)
-  # shellcheck disable=SC2086 # one word per id
-  [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
-  rm -rf "$HOST_DIR"
-}
+teardown() { dockerd_case_teardown --filter "name=$CASE_TAG"; }
 
 # A container name unique to this case and runtime.
 cname() { echo "$CASE_TAG-$1-$2"; }

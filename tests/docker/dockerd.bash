@@ -8,6 +8,8 @@
 #   dockerd_start DIR   → exports DOCKER_HOST, DOCKER_CONFIG, DK_DIR
 #   dockerd_stop
 #   dk ARGS…            docker against that daemon (with a timeout)
+#   dockerd_setup_file PREFIX, dockerd_teardown_file, dockerd_case_setup, dockerd_case_teardown
+#                       the setup and teardown of a bats file and of its cases (below)
 
 CM_REPO=${CM_REPO:-$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd)}
 : "${CODEMODE:=$CM_REPO/build/codemode}"
@@ -130,4 +132,19 @@ dockerd_teardown_file() {
     echo "containers left behind: $left" >&2
     return 1
   }
+}
+
+# The setup and teardown of a case: $HOST_DIR (its bind sources, seccomp profiles) under $DK_DIR;
+# at the end, the daemon's containers (`docker ps -aq ARGS…`: a --filter narrows it to the
+# case's own) removed, and $HOST_DIR.
+dockerd_case_setup() {
+  HOST_DIR=$(mktemp -d "$DK_DIR/case.XXXXXX")
+}
+
+dockerd_case_teardown() {
+  local ids
+  ids=$(docker ps -aq "$@" 2>/dev/null)
+  # shellcheck disable=SC2086 # one word per id
+  [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
+  rm -rf "$HOST_DIR"
 }

@@ -7,39 +7,15 @@
 # its network, and anything left after the job. The payload refuses to run outside its bundle.
 
 load ../lib/helpers
+load mcp_escape/escape
 codemode_only_file mcp-profile
 
-setup_file() {
-  cm_setup_file
-  export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
-  export PAYLOAD=$BATS_FILE_TMPDIR/payload
-  cc -static -O2 -Wall -Wextra -o "$PAYLOAD" "$CM_REPO/tests/security/mcp_escape/payload.c"
-}
-
-setup() {
-  cm_setup
-  [ -x "$CODEMODE_RUN" ] || { echo "$CODEMODE_RUN is not built (run make)" >&2; return 1; }
-  cp "$PAYLOAD" "$BUNDLE/rootfs/escape"
-  echo "codemode mcp escape test bundle" >"$BUNDLE/rootfs/.codemode-escape-marker"
-  HOST_DIR=$(mktemp -d /tmp/cm-ci-host.XXXXXX)
-}
-
-teardown() {
-  rm -rf --one-file-system "$HOST_DIR"
-  cm_teardown
-}
+setup_file() { escape_setup_file; }
+setup() { escape_setup cm-ci-host; }
+teardown() { escape_teardown; }
 
 # esc [codemode-run options…] -- ATTEMPT [ARG]: run the payload as the job under --profile ci.
-esc() {
-  local opts=()
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
-  shift
-  status=0
-  timeout --kill-after=5 90 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci "${opts[@]}" \
-    "$BUNDLE" -- /escape "$@" </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
-  output=$(cat "$TEST_DIR/out")
-  echo "# status $status: $output" >&3
-}
+esc() { escape_run 90 ci "$@"; }
 
 # run_cm_cmd CMD…: $status, $stdout, $output of any command, stdio on files.
 run_cm_cmd() {
@@ -48,13 +24,6 @@ run_cm_cmd() {
   stdout=$(cat "$TEST_DIR/.o")
   output=$(cat "$TEST_DIR/.o" "$TEST_DIR/.e")
   echo "# status $status: $output" >&3
-}
-
-contained() {
-  esc "$@"
-  [ "$status" -eq 0 ]
-  [[ "$output" == *contained* ]]
-  [[ "$output" != *ESCAPED* ]]
 }
 
 # allowed ATTEMPT…: what the profile gives a job by design (the payload calls it an escape).

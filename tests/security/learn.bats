@@ -8,14 +8,10 @@
 # profile underneath. The real MCP server's sessions are tests/mcp (cases 14-18).
 
 load ../lib/helpers
+load mcp_escape/escape
 codemode_only_file mcp-profile
 
-setup_file() {
-  cm_setup_file
-  export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
-  export PAYLOAD=$BATS_FILE_TMPDIR/payload
-  cc -static -O2 -Wall -Wextra -o "$PAYLOAD" "$CM_REPO/tests/security/mcp_escape/payload.c"
-}
+setup_file() { escape_setup_file; }
 
 setup() {
   cm_setup

@@ -5,48 +5,15 @@
 # test bundle has. Every attempt is bounded in time and iterations.
 
 load ../lib/helpers
+load mcp_escape/escape
 codemode_only_file mcp-profile
 
-setup_file() {
-  cm_setup_file
-  export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
-  export PAYLOAD=$BATS_FILE_TMPDIR/payload
-  cc -static -O2 -Wall -Wextra -o "$PAYLOAD" "$CM_REPO/tests/security/mcp_escape/payload.c"
-}
-
-setup() {
-  cm_setup
-  [ -x "$CODEMODE_RUN" ] || { echo "$CODEMODE_RUN is not built (run make)" >&2; return 1; }
-  cp "$PAYLOAD" "$BUNDLE/rootfs/escape"
-  echo "codemode mcp escape test bundle" >"$BUNDLE/rootfs/.codemode-escape-marker"
-  # Bind sources live under /tmp: the suite's TMPDIR may be on /dev/shm, and the mcp profile
-  # refuses any bind from /dev (a host system tree).
-  HOST_DIR=$(mktemp -d /tmp/cm-mcp-host.XXXXXX)
-}
-
-teardown() {
-  rm -rf --one-file-system "$HOST_DIR"
-  cm_teardown
-}
+setup_file() { escape_setup_file; }
+setup() { escape_setup cm-mcp-host; }
+teardown() { escape_teardown; }
 
 # esc [codemode-run options…] -- ATTEMPT [ARG]: run the payload under the mcp profile.
-esc() {
-  local opts=()
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
-  shift
-  status=0
-  timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile "${PROFILE:-mcp}" "${opts[@]}" \
-    "$BUNDLE" -- /escape "$@" </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
-  output=$(cat "$TEST_DIR/out")
-  echo "# status $status: $output" >&3
-}
-
-contained() {
-  esc "$@"
-  [ "$status" -eq 0 ]
-  [[ "$output" == *contained* ]]
-  [[ "$output" != *ESCAPED* ]]
-}
+esc() { escape_run 60 "${PROFILE:-mcp}" "$@"; }
 
 @test "payload: refuses to run outside its test bundle" {
   run "$PAYLOAD" ptrace
