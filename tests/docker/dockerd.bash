@@ -16,6 +16,9 @@ CM_REPO=${CM_REPO:-$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd)}
 DK_TIMEOUT=${DK_TIMEOUT:-120}
 # The runtimeArgs of the second registration: global flags, passed by the shim to every call.
 DK_RUNTIME_ARGS=${DK_RUNTIME_ARGS:-'["--debug"]'}
+# Extra dockerd flags, one word each (tests/vm/guest-criu.sh: --experimental, which Docker 20.10's
+# checkpoint calls need).
+DK_DAEMON_ARGS=${DK_DAEMON_ARGS:-}
 
 dk() {
   timeout --kill-after=5 "$DK_TIMEOUT" docker "$@"
@@ -39,9 +42,10 @@ dockerd_start() {
       "storage-driver": "overlay2",
       "log-driver": "json-file"
     }' >"$DK_DIR/daemon.json"
+  # shellcheck disable=SC2086 # DK_DAEMON_ARGS: one flag per word
   dockerd --config-file "$DK_DIR/daemon.json" --data-root "$DK_DIR/data" --exec-root "$DK_DIR/exec" \
     --pidfile "$DK_DIR/docker.pid" -H "$DOCKER_HOST" --iptables=false --ip6tables=false \
-    --bridge=none --userland-proxy=false >"$DK_DIR/dockerd.log" 2>&1 &
+    --bridge=none --userland-proxy=false $DK_DAEMON_ARGS >"$DK_DIR/dockerd.log" 2>&1 &
   echo $! >"$DK_DIR/dockerd.launcher.pid"
   local tries=300
   until docker version >/dev/null 2>&1; do
