@@ -287,7 +287,7 @@ FUZZ_CFLAGS   := -O1 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SO
                  -DCODEMODE_VERSION=\"$(VERSION)\" -DCODEMODE_DATADIR=\"$(DATADIR)\" -iquote src \
                  $(PKG_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all \
                  -fno-omit-frame-pointer
-FUZZ_LIB_SRCS := $(sort $(wildcard src/util/*.c src/spec/*.c)) src/runtime/state.c
+FUZZ_LIB_SRCS := $(sort $(wildcard src/util/*.c src/spec/*.c)) src/runtime/state.c src/runtime/lock_holder.c
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(B)/fuzz/%.o)
 FUZZ_BINS     := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 
