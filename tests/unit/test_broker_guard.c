@@ -53,6 +53,7 @@ static void test_internal_forms_refused(void **state) {
   assert_false(refused(&b, "10.0.0.1", NULL));
   assert_false(refused(&b, "::ffff:10.0.0.1", NULL));
   assert_true(refused(&b, "192.168.1.1", NULL));
+  egress_policy_free(&b.policy);
 }
 
 static void test_own_addresses_refused(void **state) {
@@ -76,6 +77,7 @@ static void test_own_addresses_refused(void **state) {
   assert_true(refused(&b, "198.51.100.77", NULL));
   assert_int_equal(system("ip addr del 198.51.100.77/32 dev lo"), 0);
   assert_false(refused(&b, "198.51.100.77", NULL));
+  guard_free(&b);
 }
 
 /* The host's own addresses, seen from a broker in another network namespace: guard_init also
@@ -110,6 +112,7 @@ static void test_host_addresses_refused_from_another_netns(void **state) {
     assert_string_equal(w, "an address of this machine");
   }
   assert_false(refused(&b, "198.51.100.77", NULL));
+  guard_free(&b);
 }
 
 int main(void) {

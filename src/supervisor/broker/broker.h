@@ -121,6 +121,8 @@ int route_setup(int nlfd, char *why, size_t why_len);
  * to. guard_init (before the privileges go) learns this machine's addresses. */
 int guard_init(struct broker *b, char *why, size_t why_len);
 bool guard_refuses(struct broker *b, const struct addr *a, uint16_t port, const char **why);
+/* Its sockets closed and its lists freed (the broker's end, a test's). */
+void guard_free(struct broker *b);
 
 /* limits.c: what one container may hold in its broker (man 5 codemode-profiles). */
 #define BROKER_MAX_CONNS_PER_CONTAINER 256

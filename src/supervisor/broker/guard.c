@@ -253,3 +253,16 @@ bool guard_refuses(struct broker *b, const struct addr *a, uint16_t port, const 
   }
   return false;
 }
+
+void guard_free(struct broker *b) {
+  struct guard *g = b->guard;
+  if (g == NULL)
+    return;
+  for (size_t i = 0; i < g->n_ns; i++) {
+    mnl_socket_close(g->ns[i].dump);
+    mnl_socket_close(g->ns[i].events);
+  }
+  free(g->addrs);
+  free(g);
+  b->guard = NULL;
+}

@@ -298,6 +298,7 @@ int main(int argc, char **argv) {
   if (b.tls)
     b.tls_ops->close_all(&b, "the container ended");
   dns_shutdown(&b);
+  guard_free(&b);
   conn_reap(&b);
   return 0;
 }
