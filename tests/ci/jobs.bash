@@ -1,5 +1,5 @@
 # tests/ci/jobs.bash — the leak checks after a ci job, for the bats files of tests/ci that load
-# it (npm.bats; ci.bats has its own copy of the same checks). Uses $ROOT, $CID, $WS and the
+# it (ci.bats, npm.bats). Uses $ROOT, $CID, $WS and the
 # test token of tests/lib/helpers.bash; the job writes its uid_map to $WS/uid_map.
 
 # range_processes START: host pids whose uid is in the job's 1048576-id range from START and that
