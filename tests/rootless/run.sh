@@ -13,7 +13,9 @@
 #                          own, writable file)
 #   2 /etc/subuid ranges   rootless.bats again (newuidmap maps 65536 ids), ci.bats (ci jobs: a
 #                          bundle job; a --host C build as the job's root and as its uid 1000,
-#                          a subordinate id on the host), every rootfs-tools bundle maker
+#                          a subordinate id on the host), ci_nested.bats (nested podman load,
+#                          run and build; apt-get install in a Debian image copied for the
+#                          user), every rootfs-tools bundle maker
 #                          (tests/integration/rootfs_tools.bats), the real MCP SDK client
 #                          against @modelcontextprotocol/server-filesystem through codemode-run
 #                          --profile mcp (tests/mcp/run.sh, its non-Docker cases: 1-4 and learn
@@ -166,6 +168,32 @@ for pass in $passes; do
       run_bats "subuid" "$here/rootless.bats"
       # ci jobs as the user with its subordinate ranges: a build user of the job is one of them.
       run_bats "subuid" "$here/ci.bats"
+      # The heavier ci jobs as the user: nested podman, and apt-get in a Debian image whose
+      # copy is the user's (ids shifted as the user's own unpack writes them: 0 -> the user,
+      # N -> 100000+N-1), since an overlay copies up only files whose owner is mapped.
+      deb_src=$repo/tests/ci/.work/debian
+      [ -x "$deb_src/usr/bin/apt-get" ] || "$repo/tests/ci/deps.sh" >"$work/ci-deps.log" 2>&1 || true
+      deb_user=
+      if [ -x "$deb_src/usr/bin/apt-get" ] && cp -a "$deb_src" "$work/debian" &&
+        python3 - "$work/debian" "$uid" "$gid" <<'PY'; then
+import os, sys
+top, uid, gid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def shift(i, own):
+    return own if i == 0 else 100000 + i - 1
+for d, dirs, files in os.walk(top):
+    for name in [d] + [os.path.join(d, n) for n in dirs + files]:
+        st = os.lstat(name)
+        mode = st.st_mode
+        os.lchown(name, shift(st.st_uid, uid), shift(st.st_gid, gid))
+        # chown clears setuid/setgid bits: put them back (never on a symlink).
+        if mode & 0o6000 and not os.path.islink(name):
+            os.chmod(name, mode & 0o7777)
+PY
+        deb_user=$work/debian
+      else
+        echo "# pass 2: no Debian rootfs for the user: $(tail -n 1 "$work/ci-deps.log" 2>/dev/null)"
+      fi
+      CM_EXTRA_ENV="CM_ROOTLESS_DEBIAN=$deb_user" run_bats "subuid" "$here/ci_nested.bats"
       # Every bundle maker as a normal user (no chown: ownership comes from the mapping); their
       # images run as uid 1000, which needs the subordinate range.
       run_bats "subuid" "$repo/tests/integration/rootfs_tools.bats"
