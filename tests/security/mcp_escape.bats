@@ -50,7 +50,10 @@ esc() { escape_run 60 "${PROFILE:-mcp}" "$@"; }
   # hostile_caller.bats shows the filter, not the kernel, refusing.
   [[ "$output" == *"Inappropriate ioctl for device"* ]]
 }
-@test "mcp escape: 32-bit syscalls (int 0x80) are killed" { contained -- 32bit; }
+@test "mcp escape: 32-bit syscalls (int 0x80) are killed" {
+  escape_need_ia32
+  contained -- 32bit
+}
 @test "mcp escape: modify_ldt, execveat, memfd_secret, vmsplice, name_to_handle_at" { contained -- misc; }
 @test "mcp escape: /proc/self/exe cannot be opened for writing" { contained -- self_exe; }
 @test "mcp escape: core dumps are off and cannot be turned on" { contained -- core; }

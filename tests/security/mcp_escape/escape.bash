@@ -11,12 +11,25 @@
 #                            $status, $output (stdout+stderr)
 #   contained …              esc … (the file's own, over escape_run): exit 0, "contained", never
 #                            "ESCAPED"
+#   escape_need_ia32         skip unless this kernel runs a host process's 32-bit syscall (int
+#                            0x80): where ia32 emulation is off, the kernel itself kills it, and a
+#                            test of what the profile does with 32-bit syscalls could not fail
 
 escape_setup_file() {
   cm_setup_file
   export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
   export PAYLOAD=$BATS_FILE_TMPDIR/payload
   cc -static -O2 -Wall -Wextra -o "$PAYLOAD" "$CM_REPO/tests/security/mcp_escape/payload.c"
+}
+
+escape_need_ia32() {
+  local probe=$BATS_FILE_TMPDIR/ia32-probe
+  if [ ! -x "$probe" ]; then
+    # getpid (nr 20) through the 32-bit entry point, on the host, outside any filter.
+    printf '%s\n' 'int main(void) { long r; __asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory"); return r > 0 ? 0 : 1; }' |
+      cc -x c -o "$probe" - || return 1
+  fi
+  "$probe" 2>/dev/null || skip "this kernel has no 32-bit syscall entry (ia32 emulation off: int 0x80 kills a host process too)"
 }
 
 escape_setup() {
