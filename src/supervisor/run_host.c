@@ -6,7 +6,9 @@
  * network (passwd, group, hosts, resolv.conf, nsswitch.conf, the CA store, ld.so's cache,
  * alternatives, localtime…), never shadow files, ssh host keys, sudoers or anything not listed.
  * HOME (/root) and /tmp are empty tmpfs; none of the caller's files is there unless --mount
- * gives it. The binds are ours, not the caller's config's: they are added after the profile. */
+ * gives it. The binds are ours, not the caller's config's: they are made after the profile, in
+ * codemode-run's scratch mount namespace under the root itself, which the runtime then clones
+ * (idmapped) as one tree (spec.h's root_tree_trusted). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "spec/json_util.h"
@@ -51,8 +54,8 @@ static void add_mount(struct spec *s, size_t *at, const char *type, const char *
   for (; *opts; opts++)
     spec_strv_push(&m->options, *opts);
   spec_mount_decode_options(m);
-  /* Ours: the host's system directories are exactly what the profile's source checks refuse
-   * from a caller; these are read-only, nosuid, nodev, not recursive, and chosen here. */
+  /* Ours, chosen here (the /root and /tmp tmpfs; the host's directories are bound under the
+   * root instead: run_host_root). */
   m->trusted = true;
 }
 
@@ -67,51 +70,51 @@ int run_host_make_root(struct cleanup_plan *plan, char *root, size_t size, struc
   return 0;
 }
 
-/* One read-only, nosuid, nodev bind of the host's `src` (an fd whose type the caller checked: the
- * very one cloned, no second lookup) onto `target`, a mount point we just made in our root. Not
- * recursive: what is mounted below it on the host stays out (a procfs, a disk). Made here, in
- * our scratch mount namespace, so the runtime takes the whole root as one tree: one idmapped
- * clone, no message to init, mount or Landlock rule per bind (issue 27: that was 1.5 × a
- * bundle's start). */
-static int stage_bind(int src, int target, const char *what, struct cm_error **err) {
-  cleanup_close int mnt = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-  if (mnt < 0)
-    return cm_error_set(err, errno, "--host: clone the mount of %s", what);
+#ifndef __NR_open_tree_attr
+#define __NR_open_tree_attr 467 /* Linux 6.15, the same number on every architecture */
+#endif
+
+/* A detached, read-only, nosuid, nodev clone of the mount at `path` (followed: resolv.conf is
+ * often a symlink into /run, what it points at is bound). Not recursive: what is mounted below
+ * it on the host stays out (a procfs, a disk). One open_tree_attr where the kernel has it
+ * (clone and flags in one call), else open_tree and mount_setattr. The caller checks what the
+ * clone is on this fd, the very one attached (no second lookup). */
+static int clone_read_only(const char *path, struct cm_error **err) {
   struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+  static bool no_attr_call;
+  if (!no_attr_call) {
+    int fd = (int)syscall(__NR_open_tree_attr, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC, &attr,
+                          sizeof(attr));
+    if (fd >= 0 || errno != ENOSYS)
+      return fd < 0 ? cm_error_set(err, errno, "--host: clone the mount of %s", path) : fd;
+    no_attr_call = true;
+  }
+  cleanup_close int mnt = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  if (mnt < 0)
+    return cm_error_set(err, errno, "--host: clone the mount of %s", path);
   if (mount_setattr(mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
-    return cm_error_set(err, errno, "--host: make the bind of %s read-only, nosuid, nodev", what);
-  if (move_mount(mnt, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-    return cm_error_set(err, errno, "--host: bind %s", what);
-  return 0;
+    return cm_error_set(err, errno, "--host: make the bind of %s read-only, nosuid, nodev", path);
+  return cm_steal_fd(&mnt);
 }
 
-/* The mount point for `name` (relative, may hold '/') under dir_fd: a directory or an empty file,
- * made here (O_EXCL, never a symlink followed), its parents too. Returns an fd of it. */
-static int make_mount_point(int dir_fd, const char *name, bool dir, struct cm_error **err) {
-  const char *slash = strrchr(name, '/');
-  cleanup_close int parent = -1;
+/* The clone `mnt` of `path` attached at `name` (relative, may hold one '/') under dir_fd, on a
+ * mount point made here: a directory or an empty file, never there before (so never a symlink,
+ * and move_mount does not follow one in the last component). Made in our scratch mount
+ * namespace, so the runtime takes the whole root as one tree: one idmapped clone, no message
+ * to init, mount or Landlock rule per bind (issue 27: they made --host 1.5 × a bundle's start). */
+static int attach_at(int mnt, const char *path, int dir_fd, const char *name, bool dir, struct cm_error **err) {
+  const char *slash = strchr(name, '/');
   if (slash) {
     char up[PATH_MAX];
     snprintf(up, sizeof(up), "%.*s", (int)(slash - name), name);
     if (mkdirat(dir_fd, up, 0755) < 0 && errno != EEXIST)
       return cm_error_set(err, errno, "--host: mkdir %s", up);
-    parent = openat(dir_fd, up, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (parent < 0)
-      return cm_error_set(err, errno, "--host: open %s", up);
-    dir_fd = parent;
-    name = slash + 1;
   }
-  int fd;
-  if (dir) {
-    if (mkdirat(dir_fd, name, 0755) < 0)
-      return cm_error_set(err, errno, "--host: mkdir %s", name);
-    fd = openat(dir_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  } else {
-    fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  }
-  if (fd < 0)
+  if ((dir ? mkdirat(dir_fd, name, 0755) : mknodat(dir_fd, name, S_IFREG | 0644, 0)) < 0)
     return cm_error_set(err, errno, "--host: mount point %s", name);
-  return fd;
+  if (move_mount(mnt, "", dir_fd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return cm_error_set(err, errno, "--host: bind %s", path);
+  return 0;
 }
 
 int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *plan, struct cm_error **err) {
@@ -123,14 +126,13 @@ int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *
     return cm_error_set(err, errno, "--host: %s", root);
   for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++) {
     const char *d = system_dirs[i];
-    cleanup_close int fd = open(d, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0)
+    if (lstat(d, &st) < 0)
       continue;
     if (S_ISLNK(st.st_mode)) {
       /* Merged /usr: the same symlink, which then resolves inside the container. */
       char target[PATH_MAX];
-      ssize_t n = readlinkat(fd, "", target, sizeof(target) - 1);
+      ssize_t n = readlink(d, target, sizeof(target) - 1);
       if (n <= 0)
         continue;
       target[n] = '\0';
@@ -140,8 +142,16 @@ int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *
     }
     if (!S_ISDIR(st.st_mode))
       continue;
-    cleanup_close int target = make_mount_point(rfd, d + 1, true, err);
-    if (target < 0 || stage_bind(fd, target, d, err) < 0)
+    cleanup_close int mnt = clone_read_only(d, err);
+    if (mnt < 0)
+      return -1;
+    /* What was cloned is what is judged: a directory (a symlink swapped in since the lstat
+     * would have been followed). */
+    if (fstat(mnt, &st) < 0)
+      return cm_error_set(err, errno, "--host: stat the clone of %s", d);
+    if (!S_ISDIR(st.st_mode))
+      return cm_error_set(err, ENOTDIR, "--host: %s changed while it was bound: not a directory", d);
+    if (attach_at(mnt, d, rfd, d + 1, true, err) < 0)
       return -1;
     spec_strv_push(&s->root_tree_mounts, d);
   }
@@ -153,14 +163,17 @@ int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *
   for (size_t i = 0; i < sizeof(etc_allowed) / sizeof(etc_allowed[0]); i++) {
     char host[PATH_MAX];
     snprintf(host, sizeof(host), "/etc/%s", etc_allowed[i]);
-    /* Followed: resolv.conf is often a symlink into /run; what it points at is bound, judged on
-     * the fd that is cloned. */
-    cleanup_close int fd = open(host, O_PATH | O_CLOEXEC);
+    cleanup_error struct cm_error *why = NULL;
+    cleanup_close int mnt = clone_read_only(host, &why);
+    if (mnt < 0 && why->errnum != ENOENT && why->errnum != ENOTDIR) {
+      *err = why;
+      why = NULL;
+      return -1;
+    }
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-      continue;
-    cleanup_close int target = make_mount_point(etc, etc_allowed[i], S_ISDIR(st.st_mode), err);
-    if (target < 0 || stage_bind(fd, target, host, err) < 0)
+    if (mnt < 0 || fstat(mnt, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+      continue; /* not on this host, or neither a file nor a directory */
+    if (attach_at(mnt, host, etc, etc_allowed[i], S_ISDIR(st.st_mode), err) < 0)
       return -1;
     spec_strv_push(&s->root_tree_mounts, host);
   }
