@@ -37,6 +37,28 @@ static int enter_own_userns(struct cm_error **err) {
     goto out;
   userns_setup_rootless_plan(&l, &p);
   uid_t uid = geteuid();
+  if (!p.helpers) {
+    /* Only our own uid and gid (no /etc/subuid ranges): the kernel lets us write those maps
+     * from inside the new namespace, as `unshare -r` does; no writer to fork (issue 27). */
+    int was_dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    if (unshare(CLONE_NEWUSER) < 0) {
+      cm_error_set(err, errno,
+                   "a user namespace for the scratch mounts (uid %u): unshare(CLONE_NEWUSER) was refused; "
+                   "unprivileged user namespaces must be allowed (sysctl kernel.unprivileged_userns_clone=1, "
+                   "user.max_user_namespaces > 0), or run a bundle of your own without --ephemeral/--image/--host/:cow",
+                   uid);
+      prctl(PR_SET_DUMPABLE, was_dumpable, 0, 0, 0);
+      goto out;
+    }
+    int mapped = userns_write_maps(getpid(), &l, &p, err);
+    prctl(PR_SET_DUMPABLE, was_dumpable, 0, 0, 0);
+    if (mapped < 0) {
+      cm_error_prefix(err, "map uid %u into the scratch user namespace", uid);
+      goto out;
+    }
+    goto mapped;
+  }
   int go[2], report[2];
   if (pipe2(go, O_CLOEXEC) < 0) {
     cm_error_set(err, errno, "pipe");
@@ -100,6 +122,7 @@ static int enter_own_userns(struct cm_error **err) {
     cm_error_set(err, 0, "map uid %u into the scratch user namespace: %s", uid, msg[0] ? msg : "the mapper failed");
     goto out;
   }
+mapped:
   cm_host_root_forget();
   cm_debug("scratch space: own user namespace, uid %u as 0 (%zu uid ranges)", uid, l.n_uid_mappings);
   rc = 0;
