@@ -146,8 +146,12 @@ static int shared_mount_point(uid_t host_uid, char *out, size_t size) {
   int fd = open(out, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
   if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
-      (st.st_mode & 07777) == 0700)
+      (st.st_mode & 07777) == 0700) {
+    /* Fresh for /tmp cleaners that remove what is old (systemd-tmpfiles' age): removed, it
+     * would take the running servers' scratch mounts with it. */
+    utimensat(AT_FDCWD, out, NULL, AT_SYMLINK_NOFOLLOW);
     return fd;
+  }
   if (fd >= 0)
     close(fd);
   cm_debug("scratch space: %s is not a directory of ours with mode 0700: a fresh one instead", out);
