@@ -77,7 +77,7 @@ static void rules_freep(struct mount_source_rules **r) {
 /* Hardened: the root is judged on its fd like a bind source, and that fd is what gets bound onto
  * itself, without the host mounts below it (one of them could be a procfs or a disk). Returns
  * the new mount's fd. */
-static int bind_root_checked(const struct mount_source_rules *rules, const char *rootfs,
+static int bind_root_checked(const struct mount_source_rules *rules, const char *rootfs, bool tree_trusted,
                              struct cm_error **err) {
   cleanup_close int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
@@ -85,7 +85,9 @@ static int bind_root_checked(const struct mount_source_rules *rules, const char 
   struct mount_source_kind kind;
   if (mount_source_check(rules, fd, "root.path", true, &kind, err) < 0)
     return cm_error_prefix(err, "rootfs \"%s\"", rootfs);
-  int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  /* Not the mounts below it (a procfs or a disk the profile would refuse as a bind), unless each
+   * is one codemode-run made (spec.h's root_tree_trusted). */
+  int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (tree_trusted ? AT_RECURSIVE : 0));
   if (tree < 0)
     return cm_error_set(err, errno, "clone rootfs \"%s\"", rootfs);
   if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
@@ -207,7 +209,7 @@ int rootfs_prepare_premounted(const struct spec *s, const char *rootfs, const st
   } else if (rules) {
     if (!none_shared && make_parent_mount_private(rootfs, err) < 0)
       return -1;
-    root_fd = bind_root_checked(rules, rootfs, err);
+    root_fd = bind_root_checked(rules, rootfs, s->root_tree_trusted, err);
     if (root_fd < 0)
       return -1;
   } else {

@@ -437,9 +437,23 @@ static int rootfs_mount_fd(const struct userns_setup *u, const struct spec *s, c
   cleanup_close int src = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (src < 0)
     return cm_error_set(err, errno, "open rootfs %s", rootfs);
-  /* Hardened: without the host mounts below it (one of them could be a procfs or a disk). */
-  int fd = idmap_clone(src, u->idmap_off ? -1 : container_ns,
-                       rules == NULL ? IDMAP_TREE | IDMAP_TREE_MAPPED : 0, 0, 0, false, NULL, err);
+  /* Hardened: without the host mounts below it (one of them could be a procfs or a disk), unless
+   * each is one codemode-run made (--host: spec.h's root_tree_trusted), then all idmapped at once. */
+  bool tree = rules == NULL || s->root_tree_trusted;
+  bool refused = false;
+  cleanup_error struct cm_error *why = NULL;
+  int fd = idmap_clone(src, u->idmap_off ? -1 : container_ns, tree ? IDMAP_TREE | IDMAP_TREE_MAPPED : 0, 0, 0,
+                       false, tree ? &refused : NULL, tree ? &why : err);
+  if (fd < 0 && refused && s->root_tree_trusted) {
+    /* A mount below that cannot be idmapped (the host's / on a filesystem that refuses it): the
+     * root alone idmapped, the binds below bound as they are (their files shown as nobody's, as
+     * bind_clone does for such a bind). */
+    cm_debug("rootfs %s: %s; the mounts below it bound without idmapping", rootfs, why->msg);
+    fd = idmap_clone(src, u->idmap_off ? -1 : container_ns, IDMAP_TREE, 0, 0, false, NULL, err);
+  } else if (fd < 0 && tree) {
+    *err = why;
+    why = NULL;
+  }
   if (fd < 0)
     return cm_error_prefix(err,
                            "rootfs %s (its files would all belong to nobody in the container: put it on ext4, "

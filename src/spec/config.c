@@ -269,6 +269,7 @@ void spec_free(struct spec *s) {
     free(s->landlock);
   }
   spec_strv_free(&s->landlock_deny);
+  spec_strv_free(&s->root_tree_mounts);
   spec_linux_clear(&s->linux_);
   free(s);
 }

@@ -358,6 +358,13 @@ struct spec {
   char *oci_version;
   char *root_path; /* as written (may be relative to the bundle) */
   bool root_readonly;
+  /* Never from JSON: every mount under the root is one codemode-run made itself in its own
+   * scratch mount namespace (--host's read-only system directories and /etc allow-list), so the
+   * root is cloned with them (recursively, idmapped as one tree) though hardened. */
+  bool root_tree_trusted;
+  /* Never from JSON: where those mounts are (destinations, as s->mounts would name them), for
+   * what reads the mounts as a list (learn mode's collapse). */
+  struct spec_strv root_tree_mounts;
   struct spec_process *process; /* NULL when absent (allowed for create only by spec; we require it) */
   char *hostname;
   char *domainname;

@@ -33,6 +33,9 @@ struct learn_session *learn_session_new(void) {
 
 void learn_session_mounts(struct learn_session *l, const struct spec *s) {
   spec_strv_free(&l->mounts);
+  /* --host's binds, made under the root by codemode-run (spec.h's root_tree_mounts) */
+  for (size_t i = 0; i < s->root_tree_mounts.count; i++)
+    spec_strv_push(&l->mounts, s->root_tree_mounts.items[i]);
   for (size_t i = 0; i < s->n_mounts; i++) {
     const char *d = s->mounts[i].destination ? s->mounts[i].destination : "";
     /* /dev's and /proc's own mounts are not where a server keeps files */

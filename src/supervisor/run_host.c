@@ -6,14 +6,18 @@
  * network (passwd, group, hosts, resolv.conf, nsswitch.conf, the CA store, ld.so's cache,
  * alternatives, localtime…), never shadow files, ssh host keys, sudoers or anything not listed.
  * HOME (/root) and /tmp are empty tmpfs; none of the caller's files is there unless --mount
- * gives it. The binds are ours, not the caller's config's: they are added after the profile. */
+ * gives it. The binds are ours, not the caller's config's: they are made after the profile, in
+ * codemode-run's scratch mount namespace under the root itself, which the runtime then clones
+ * (idmapped) as one tree (spec.h's root_tree_trusted). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "spec/json_util.h"
@@ -50,12 +54,10 @@ static void add_mount(struct spec *s, size_t *at, const char *type, const char *
   for (; *opts; opts++)
     spec_strv_push(&m->options, *opts);
   spec_mount_decode_options(m);
-  /* Ours: the host's system directories are exactly what the profile's source checks refuse
-   * from a caller; these are read-only, nosuid, nodev, not recursive, and chosen here. */
+  /* Ours, chosen here (the /root and /tmp tmpfs; the host's directories are bound under the
+   * root instead: run_host_root). */
   m->trusted = true;
 }
-
-static const char *const ro_bind[] = {"bind", "ro", "nosuid", "nodev", NULL};
 
 int run_host_make_root(struct cleanup_plan *plan, char *root, size_t size, struct cm_error **err) {
   /* A directory of the scratch tmpfs (scratch.c): gone with us, even on SIGKILL. */
@@ -65,6 +67,53 @@ int run_host_make_root(struct cleanup_plan *plan, char *root, size_t size, struc
   snprintf(root, size, "%s/hostroot", scratch);
   if (mkdir(root, 0755) < 0)
     return cm_error_set(err, errno, "--host: mkdir %s", root);
+  return 0;
+}
+
+#ifndef __NR_open_tree_attr
+#define __NR_open_tree_attr 467 /* Linux 6.15, the same number on every architecture */
+#endif
+
+/* A detached, read-only, nosuid, nodev clone of the mount at `path` (followed: resolv.conf is
+ * often a symlink into /run, what it points at is bound). Not recursive: what is mounted below
+ * it on the host stays out (a procfs, a disk). One open_tree_attr where the kernel has it
+ * (clone and flags in one call), else open_tree and mount_setattr. The caller checks what the
+ * clone is on this fd, the very one attached (no second lookup). */
+static int clone_read_only(const char *path, struct cm_error **err) {
+  struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+  static bool no_attr_call;
+  if (!no_attr_call) {
+    int fd = (int)syscall(__NR_open_tree_attr, AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC, &attr,
+                          sizeof(attr));
+    if (fd >= 0 || errno != ENOSYS)
+      return fd < 0 ? cm_error_set(err, errno, "--host: clone the mount of %s", path) : fd;
+    no_attr_call = true;
+  }
+  cleanup_close int mnt = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  if (mnt < 0)
+    return cm_error_set(err, errno, "--host: clone the mount of %s", path);
+  if (mount_setattr(mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+    return cm_error_set(err, errno, "--host: make the bind of %s read-only, nosuid, nodev", path);
+  return cm_steal_fd(&mnt);
+}
+
+/* The clone `mnt` of `path` attached at `name` (relative, may hold one '/') under dir_fd, on a
+ * mount point made here: a directory or an empty file, never there before (so never a symlink,
+ * and move_mount does not follow one in the last component). Made in our scratch mount
+ * namespace, so the runtime takes the whole root as one tree: one idmapped clone, no message
+ * to init, mount or Landlock rule per bind (issue 27: they made --host 1.5 × a bundle's start). */
+static int attach_at(int mnt, const char *path, int dir_fd, const char *name, bool dir, struct cm_error **err) {
+  const char *slash = strchr(name, '/');
+  if (slash) {
+    char up[PATH_MAX];
+    snprintf(up, sizeof(up), "%.*s", (int)(slash - name), name);
+    if (mkdirat(dir_fd, up, 0755) < 0 && errno != EEXIST)
+      return cm_error_set(err, errno, "--host: mkdir %s", up);
+  }
+  if ((dir ? mkdirat(dir_fd, name, 0755) : mknodat(dir_fd, name, S_IFREG | 0644, 0)) < 0)
+    return cm_error_set(err, errno, "--host: mount point %s", name);
+  if (move_mount(mnt, "", dir_fd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return cm_error_set(err, errno, "--host: bind %s", path);
   return 0;
 }
 
@@ -93,19 +142,42 @@ int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *
     }
     if (!S_ISDIR(st.st_mode))
       continue;
-    add_mount(s, &at, "bind", d, d, ro_bind);
+    cleanup_close int mnt = clone_read_only(d, err);
+    if (mnt < 0)
+      return -1;
+    /* What was cloned is what is judged: a directory (a symlink swapped in since the lstat
+     * would have been followed). */
+    if (fstat(mnt, &st) < 0)
+      return cm_error_set(err, errno, "--host: stat the clone of %s", d);
+    if (!S_ISDIR(st.st_mode))
+      return cm_error_set(err, ENOTDIR, "--host: %s changed while it was bound: not a directory", d);
+    if (attach_at(mnt, d, rfd, d + 1, true, err) < 0)
+      return -1;
+    spec_strv_push(&s->root_tree_mounts, d);
   }
   if (mkdirat(rfd, "etc", 0755) < 0 || mkdirat(rfd, "root", 0700) < 0)
     return cm_error_set(err, errno, "--host: mkdir in %s", root);
+  cleanup_close int etc = openat(rfd, "etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (etc < 0)
+    return cm_error_set(err, errno, "--host: open %s/etc", root);
   for (size_t i = 0; i < sizeof(etc_allowed) / sizeof(etc_allowed[0]); i++) {
     char host[PATH_MAX];
     snprintf(host, sizeof(host), "/etc/%s", etc_allowed[i]);
+    cleanup_error struct cm_error *why = NULL;
+    cleanup_close int mnt = clone_read_only(host, &why);
+    if (mnt < 0 && why->errnum != ENOENT && why->errnum != ENOTDIR) {
+      *err = why;
+      why = NULL;
+      return -1;
+    }
     struct stat st;
-    /* stat, not lstat: resolv.conf is often a symlink into /run; what it points at is bound. */
-    if (stat(host, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-      continue;
-    add_mount(s, &at, "bind", host, host, ro_bind);
+    if (mnt < 0 || fstat(mnt, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+      continue; /* not on this host, or neither a file nor a directory */
+    if (attach_at(mnt, host, etc, etc_allowed[i], S_ISDIR(st.st_mode), err) < 0)
+      return -1;
+    spec_strv_push(&s->root_tree_mounts, host);
   }
+  s->root_tree_trusted = true;
   static const char *const home_opts[] = {"nosuid", "nodev", "mode=0700", "size=256m", NULL};
   add_mount(s, &at, "tmpfs", "tmpfs", "/root", home_opts);
   static const char *const tmp_opts[] = {"nosuid", "nodev", "mode=1777", "size=256m", NULL};

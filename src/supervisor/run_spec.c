@@ -26,12 +26,24 @@ int run_spec_generate_bundle(const char *flag, const char *dir, struct cleanup_p
   char rootfs[PATH_MAX];
   if (realpath(dir, rootfs) == NULL)
     return cm_error_set(err, errno, "%s %s", flag, dir);
-  snprintf(plan->tmp_bundle, sizeof(plan->tmp_bundle), "/tmp/codemode-run.XXXXXX");
-  if (mkdtemp(plan->tmp_bundle) == NULL) {
-    plan->tmp_bundle[0] = '\0';
-    return cm_error_set(err, errno, "mkdtemp");
+  if (plan->ephemeral_dir[0]) {
+    /* In the scratch tmpfs (--host made it already): gone with our mount namespace, nothing for
+     * the watcher to remove, and no inode of /tmp's disk made and freed per run (on this VM's
+     * ext4 /tmp, ~0.3 ms of the start: issue 27). */
+    int n = snprintf(plan->tmp_bundle, sizeof(plan->tmp_bundle), "%.*s/bundle",
+                     (int)(sizeof(plan->tmp_bundle) - sizeof("/bundle")), plan->ephemeral_dir);
+    if (n < 0 || (size_t)n >= sizeof(plan->tmp_bundle) || mkdir(plan->tmp_bundle, 0700) < 0) {
+      plan->tmp_bundle[0] = '\0';
+      return cm_error_set(err, errno, "scratch space: mkdir the bundle");
+    }
+  } else {
+    snprintf(plan->tmp_bundle, sizeof(plan->tmp_bundle), "/tmp/codemode-run.XXXXXX");
+    if (mkdtemp(plan->tmp_bundle) == NULL) {
+      plan->tmp_bundle[0] = '\0';
+      return cm_error_set(err, errno, "mkdtemp");
+    }
+    plan_tell(plan, 'B', plan->tmp_bundle);
   }
-  plan_tell(plan, 'B', plan->tmp_bundle);
   cleanup_free char *json = spec_default_json(false);
   /* Point root.path at DIR: the default config says "rootfs"; a symlink keeps the JSON as is. */
   char link[PATH_MAX + 16], cfg[PATH_MAX + 16];

@@ -37,6 +37,28 @@ static int enter_own_userns(struct cm_error **err) {
     goto out;
   userns_setup_rootless_plan(&l, &p);
   uid_t uid = geteuid();
+  if (!p.helpers) {
+    /* Only our own uid and gid (no /etc/subuid ranges): the kernel lets us write those maps
+     * from inside the new namespace, as `unshare -r` does; no writer to fork (issue 27). */
+    int was_dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    if (unshare(CLONE_NEWUSER) < 0) {
+      cm_error_set(err, errno,
+                   "a user namespace for the scratch mounts (uid %u): unshare(CLONE_NEWUSER) was refused; "
+                   "unprivileged user namespaces must be allowed (sysctl kernel.unprivileged_userns_clone=1, "
+                   "user.max_user_namespaces > 0), or run a bundle of your own without --ephemeral/--image/--host/:cow",
+                   uid);
+      prctl(PR_SET_DUMPABLE, was_dumpable, 0, 0, 0);
+      goto out;
+    }
+    int mapped = userns_write_maps(getpid(), &l, &p, err);
+    prctl(PR_SET_DUMPABLE, was_dumpable, 0, 0, 0);
+    if (mapped < 0) {
+      cm_error_prefix(err, "map uid %u into the scratch user namespace", uid);
+      goto out;
+    }
+    goto mapped;
+  }
   int go[2], report[2];
   if (pipe2(go, O_CLOEXEC) < 0) {
     cm_error_set(err, errno, "pipe");
@@ -100,6 +122,7 @@ static int enter_own_userns(struct cm_error **err) {
     cm_error_set(err, 0, "map uid %u into the scratch user namespace: %s", uid, msg[0] ? msg : "the mapper failed");
     goto out;
   }
+mapped:
   cm_host_root_forget();
   cm_debug("scratch space: own user namespace, uid %u as 0 (%zu uid ranges)", uid, l.n_uid_mappings);
   rc = 0;
@@ -109,9 +132,36 @@ out:
   return rc;
 }
 
+/* The tmpfs's mount point: one directory per user, kept. Each run mounts its own tmpfs on it in
+ * its own mount namespace, so runs share it without seeing each other's; made once, never
+ * removed (a removal would detach the other runs' tmpfs, which the kernel does for a mount point
+ * removed in another namespace). A directory made and removed per run cost ~0.3 ms of
+ * codemode-run's start on an ext4 /tmp (its inode allocation scans the recently freed ones:
+ * issue 27). Ours only if it is: a directory, not a symlink, owned by us, mode 0700 (/tmp is
+ * everyone's: another user may have made it first); otherwise "" and a fresh mkdtemp. */
+static int shared_mount_point(uid_t host_uid, char *out, size_t size) {
+  snprintf(out, size, "/tmp/codemode-run-scratch.%u", (unsigned)host_uid);
+  if (mkdir(out, 0700) < 0 && errno != EEXIST)
+    return -1;
+  int fd = open(out, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+      (st.st_mode & 07777) == 0700) {
+    /* Fresh for /tmp cleaners that remove what is old (systemd-tmpfiles' age): removed, it
+     * would take the running servers' scratch mounts with it. */
+    utimensat(AT_FDCWD, out, NULL, AT_SYMLINK_NOFOLLOW);
+    return fd;
+  }
+  if (fd >= 0)
+    close(fd);
+  cm_debug("scratch space: %s is not a directory of ours with mode 0700: a fresh one instead", out);
+  return -1;
+}
+
 const char *scratch_dir(struct cleanup_plan *plan, struct cm_error **err) {
   if (plan->ephemeral_dir[0])
     return plan->ephemeral_dir;
+  uid_t host_uid = geteuid(); /* before our user namespace maps us to 0 */
   if (!cm_host_root() && geteuid() != 0) {
     if (enter_own_userns(err) < 0) {
       cm_error_prefix(err, "scratch space");
@@ -128,16 +178,28 @@ const char *scratch_dir(struct cleanup_plan *plan, struct cm_error **err) {
     cm_error_set(err, errno, "scratch space: make / rslave");
     return NULL;
   }
-  snprintf(plan->ephemeral_dir, sizeof(plan->ephemeral_dir), "/tmp/codemode-run.XXXXXX");
-  if (mkdtemp(plan->ephemeral_dir) == NULL) {
-    plan->ephemeral_dir[0] = '\0';
-    cm_error_set(err, errno, "scratch space: mkdtemp");
-    return NULL;
+  char at[64];
+  int point = shared_mount_point(host_uid, plan->ephemeral_dir, sizeof(plan->ephemeral_dir));
+  if (point >= 0) {
+    /* Mounted on the directory we checked, not on whatever the path names by now. */
+    snprintf(at, sizeof(at), "/proc/self/fd/%d", point);
+    plan->ephemeral_kept = true;
+  } else {
+    snprintf(plan->ephemeral_dir, sizeof(plan->ephemeral_dir), "/tmp/codemode-run.XXXXXX");
+    if (mkdtemp(plan->ephemeral_dir) == NULL) {
+      plan->ephemeral_dir[0] = '\0';
+      cm_error_set(err, errno, "scratch space: mkdtemp");
+      return NULL;
+    }
+    plan_tell(plan, 'E', plan->ephemeral_dir);
+    snprintf(at, sizeof(at), "%s", "");
   }
-  plan_tell(plan, 'E', plan->ephemeral_dir);
   /* 256 MiB for all throwaway writes of the run (they are memory: the container's memory limit
    * does not cover this tmpfs, so it has its own). */
-  if (mount("tmpfs", plan->ephemeral_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=0755") < 0) {
+  int mounted = mount("tmpfs", at[0] ? at : plan->ephemeral_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=256m,mode=0755");
+  if (point >= 0)
+    close(point);
+  if (mounted < 0) {
     cm_error_set(err, errno, "scratch space: mount tmpfs on %s", plan->ephemeral_dir);
     return NULL;
   }

@@ -76,6 +76,8 @@ struct cleanup_plan {
   char ephemeral_dir[PLAN_PATH_MAX]; /* mount point dir of the scratch tmpfs (scratch.c), or "" */
   int watcher_fd;                    /* our end of the watcher's pipe, or -1 */
   pid_t watcher_pid;                 /* reaped at the end, so our exit means it is gone too */
+  bool ephemeral_kept;               /* ephemeral_dir is scratch.c's per-user mount point:
+                                        never removed (nor told to the watcher) */
   bool own_userns;                   /* scratch.c made us a user namespace (not root): the
                                         container's nests in it (scratch_nest_userns) */
 };

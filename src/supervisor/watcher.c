@@ -40,7 +40,7 @@ void plan_remove_leftovers(const struct cleanup_plan *plan) {
     rmdir(plan->tmp_bundle);
   }
   /* The mounts died with our mount namespace; only the empty directory is on the host. */
-  if (plan->ephemeral_dir[0])
+  if (plan->ephemeral_dir[0] && !plan->ephemeral_kept)
     rmdir(plan->ephemeral_dir);
 }
 

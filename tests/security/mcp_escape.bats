@@ -230,3 +230,51 @@ esc() { escape_run 60 "${PROFILE:-mcp}" "$@"; }
   [ "$status" -eq 0 ]
   [ "$output" = abc ]
 }
+
+@test "codemode-run --host: the host's binds are read-only, nosuid, nodev and idmapped, none recursive; no /etc secret" {
+  run timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --host -- /bin/sh -c \
+    'cat /proc/self/mountinfo; [ -e /etc/shadow ] && echo SHADOW; mount -o remount,rw /usr 2>/dev/null && echo REMOUNTED; true' </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" != *SHADOW* ]] && [[ "$output" != *REMOUNTED* ]]
+  # Mount point (field 5) and per-mount options (field 6) of each bind of the host's /usr and /etc.
+  local binds
+  binds=$(awk '$5 == "/usr" || $5 ~ /^\/etc\// {print $5, $6}' <<<"$output")
+  grep -q '^/usr ' <<<"$binds"
+  grep -q '^/etc/passwd ' <<<"$binds"
+  # Idmapped as root (the container's range); as a user its namespace nests in codemode-run's,
+  # which maps the ids as they are.
+  local want_idmap=0
+  [ "$(id -u)" -eq 0 ] && want_idmap=1
+  ! awk -v want_idmap=$want_idmap '{n = split($2, o, ","); ro = ns = nd = id = 0
+          for (i = 1; i <= n; i++) { ro += o[i] == "ro"; ns += o[i] == "nosuid"; nd += o[i] == "nodev"; id += o[i] == "idmapped" }
+          if (!(ro && ns && nd && (id || !want_idmap))) print "not ro,nosuid,nodev(,idmapped):", $0}' <<<"$binds" | grep .
+  # Not recursive: nothing the host mounts below /usr or /etc/… comes along.
+  ! awk '$5 ~ /^\/usr\// {print}' <<<"$output" | grep .
+}
+
+@test "codemode-run --host as a user whose scratch mount point another user made first: not used, left as it was" {
+  [ "$(id -u)" -eq 0 ] || skip "needs root (it runs codemode-run as another uid)"
+  local uid=64999 point=/tmp/codemode-run-scratch.64999
+  if [ -e "$point" ] && [ "$(stat -c %u "$point")" = "$uid" ]; then skip "$point is uid $uid's own already"; fi
+  rm -rf --one-file-system "$point"
+  mkdir -m 0700 "$point" # root's: not the user's
+  local ustate
+  ustate=$(mktemp -d /tmp/cm-ustate.XXXXXX) # the user's state: outside TEST_DIR, which is root's
+  chown "$uid" "$ustate"
+  run setpriv --reuid=$uid --regid=$uid --clear-groups timeout --kill-after=5 60 "$CODEMODE_RUN" \
+    --debug --root "$ustate" --id "$CID" --host -- /bin/sh -c 'echo inside-ok' </dev/null
+  echo "$output" >&3
+  local owner entries
+  owner=$(stat -c %u:%a "$point")
+  entries=$(ls -A "$point")
+  rmdir "$point"
+  rm -rf --one-file-system "$ustate"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *inside-ok* ]]
+  # Another user's directory there could be removed under a running server (its scratch
+  # mounts would go with it): a fresh one was used instead.
+  [[ "$output" == *"$point is not a directory of ours"* ]]
+  [ "$owner" = 0:700 ] && [ -z "$entries" ]
+  [ -z "$(find /tmp -maxdepth 1 -name 'codemode-run.*' -user "$uid")" ]
+}
