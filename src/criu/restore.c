@@ -219,6 +219,13 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
    * the pages from the dump's page server. Refused up front when the kernel cannot. */
   if (o->c.lazy_pages && criu_lazy_pages_usable(o->c.criu_path, err) < 0)
     return -1;
+  /* CRIU's strict mode aborts on a cgroup that exists ("Abort restore of existing cgroups"),
+   * and the container's is made first, for criu to start in it (runc does the same, and fails
+   * the same way deep in CRIU's log): say so before anything is made. */
+  if (o->c.cgroup_mode == CRIU_CG_STRICT && ctx->cgroup_manager != CGROUP_MANAGER_DISABLED)
+    return cm_error_set(err, 0, "restore --manage-cgroups-mode strict: CRIU aborts when the container's cgroup "
+                                "exists, and restore makes it before CRIU runs; restore with full (the checkpoint's "
+                                "cgroup properties restored too) or soft");
   if (private_mount_ns(err) < 0)
     return -1;
   const char *image_path = o->c.image_path ? o->c.image_path : "checkpoint";

@@ -245,3 +245,14 @@ count_above() {
     if criu check --feature uffd-noncoop >/dev/null 2>&1; then [ "$lazy" = true ]; else [ "$lazy" = false ]; fi
   fi
 }
+
+@test "restore --manage-cgroups-mode strict is refused before anything is made (CRIU aborts on the cgroup restore makes)" {
+  mkdir -p "$TEST_DIR/img"
+  run_cm restore --manage-cgroups-mode strict --image-path "$TEST_DIR/img" -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  if codemode_part checkpoint-codemode; then
+    [ "$stderr" = "codemode: restore --manage-cgroups-mode strict: CRIU aborts when the container's cgroup exists, and restore makes it before CRIU runs; restore with full (the checkpoint's cgroup properties restored too) or soft" ]
+  fi
+  [ ! -e "$ROOT/$CID" ]
+  [ -z "$(find /sys/fs/cgroup -maxdepth 4 -name "$CID" 2>/dev/null)" ]
+}
