@@ -348,19 +348,23 @@ cleanup_container lck
 
 # --ext-unix-sk: a datagram unix socket connected to a receiver outside the container (a bound
 # directory): refused without it; with it the restored socket is connected to the receiver again.
+# Not under /run: the containers' own /run would hide it (the guest's / takes the directory).
+EXT=/cmvm-criu-ext
 ext_unix_sk() {
-  mkdir -p $IMG/ext
+  mkdir -p $EXT
   rm -f $IMG/ext.log
-  $PEER_DIR/criu-peer recv $IMG/ext/sock $IMG/ext.log </dev/null >/dev/null 2>&1 &
+  $PEER_DIR/criu-peer recv $EXT/sock $IMG/ext.log </dev/null >/dev/null 2>&1 &
   echo $! >$IMG/ext-recv.pid
-  wait_for 5 test -S $IMG/ext/sock || return 1
-  bundle ux /peer/criu-peer dgram /ext/sock /data/n >/dev/null
+  wait_for 5 test -S $EXT/sock || return 1
+  # Bound at the same path inside: CRIU reconnects the restored socket to the name the receiver
+  # bound, from inside the container (as a /dev/log bound in is).
+  bundle ux /peer/criu-peer dgram $EXT/sock /data/n >/dev/null
   peer_mounts ux
   # In the receiver's network namespace: CRIU finds a socket's peer through sock_diag of the
   # namespaces it dumps, and unix sockets are per namespace (from a namespace of its own CRIU
   # 3.17 says "Unix socket … without peer …", --ext-unix-sk or not).
   cfg ux 'del(.linux.namespaces[] | select(.type == "network"))'
-  cfg ux ".mounts += [{destination: \"/ext\", type: \"bind\", source: \"$IMG/ext\", options: [\"rbind\"]}]"
+  cfg ux ".mounts += [{destination: \"$EXT\", type: \"bind\", source: \"$EXT\", options: [\"rbind\"]}]"
   run_piped ux || return 1
   wait_for 10 grows ux 3 || return 1
   wait_for 5 test -s $IMG/ext.log || return 1
