@@ -123,7 +123,8 @@ int criu_tool_probe(struct spec_kv_list *out) {
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
-  const char *enabled = "false", *version = "", *reason = "codemode-criu is not installed";
+  const char *enabled = "false", *version = "", *reason = "codemode-criu is not installed", *lazy = "false",
+             *lazy_reason = "";
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     reason = "";
     for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
@@ -133,15 +134,24 @@ int criu_tool_probe(struct spec_kv_list *out) {
         version = line + 8;
       else if (strncmp(line, "reason=", 7) == 0)
         reason = line + 7;
+      else if (strncmp(line, "lazy_pages=", 11) == 0)
+        lazy = line + 11;
+      else if (strncmp(line, "lazy_pages_reason=", 18) == 0)
+        lazy_reason = line + 18;
     }
   }
-  out->items = calloc(3, sizeof(struct spec_kv));
+  out->items = calloc(5, sizeof(struct spec_kv));
   if (out->items == NULL)
     abort();
   out->items[out->count++] = (struct spec_kv){strdup("run.codemode.checkpoint.enabled"), strdup(enabled)};
   out->items[out->count++] = (struct spec_kv){strdup("run.codemode.checkpoint.criu.version"), strdup(version)};
   if (*reason)
     out->items[out->count++] = (struct spec_kv){strdup("run.codemode.checkpoint.reason"), strdup(reason)};
+  /* Whether --lazy-pages can work (CRIU's own feature check), and when not why. */
+  out->items[out->count++] = (struct spec_kv){strdup("run.codemode.checkpoint.lazy-pages"), strdup(lazy)};
+  if (*lazy_reason)
+    out->items[out->count++] =
+        (struct spec_kv){strdup("run.codemode.checkpoint.lazy-pages.reason"), strdup(lazy_reason)};
   return 0;
 }
 

@@ -29,8 +29,14 @@ static const char checkpoint_help[] =
     "  --pre-dump                dump memory only, keep running (the first links of a chain)\n"
     "  --parent-path DIR         the previous (pre-)dump, relative to the image path\n"
     "  --manage-cgroups-mode soft|full|strict|ignore   how CRIU handles the cgroups\n"
-    "  --lazy-pages              (refused: codemode runs no page server)\n"
-    "  --auto-dedup, --page-server, --status-fd, --empty-ns   (refused: not supported)\n";
+    "  --page-server ADDR:PORT   send the memory to a `criu page-server` there\n"
+    "  --lazy-pages              leave the memory with a page server of the dump's own on\n"
+    "                            --page-server's PORT, served to `criu lazy-pages` (restore\n"
+    "                            --lazy-pages); returns once every page is fetched\n"
+    "  --status-fd FD            with --lazy-pages: one \\0 written to FD when that server listens\n"
+    "  --auto-dedup              punch what this dump re-saves out of the parent's images\n"
+    "  --empty-ns network        dump the network namespace without its devices, addresses,\n"
+    "                            routes and rules (restored empty)\n";
 
 static const char restore_help[] =
     "usage: codemode restore [options] ID\n"
@@ -44,8 +50,11 @@ static const char restore_help[] =
     "  --console-socket PATH     where the pty master goes (a terminal container)\n"
     "  --tcp-established, --ext-unix-sk, --shell-job, --file-locks, --manage-cgroups-mode MODE\n"
     "                            as for checkpoint\n"
-    "  --no-subreaper, --no-pivot   accepted (runc's), no effect\n"
-    "  --lazy-pages              (refused: codemode runs no page server)\n";
+    "  --lazy-pages              restore without the memory: pages come on demand from a\n"
+    "                            `criu lazy-pages` daemon on the work path\n"
+    "  --auto-dedup              punch restored pages out of the images\n"
+    "  --empty-ns network        make the network namespace empty (lo down, nothing restored)\n"
+    "  --no-subreaper, --no-pivot   accepted (runc's), no effect\n";
 
 enum {
   O_IMAGE = 300,
@@ -62,8 +71,10 @@ enum {
   O_PIDFILE,
   O_CONSOLE,
   O_NOOP,
-  O_UNSUPPORTED,
-  O_UNSUPPORTED_ARG,
+  O_DEDUP,
+  O_EMPTYNS,
+  O_PAGESERVER,
+  O_STATUSFD,
 };
 
 /* A flag the command shares; 1 if it was one, 0 if not, -1 on a bad value. */
@@ -77,8 +88,11 @@ static int common_flag(const char *cmd, int c, const char *arg, struct criu_comm
   case O_SHELL: o->shell_job = true; return 1;
   case O_LOCKS: o->file_locks = true; return 1;
   case O_LAZY: o->lazy_pages = true; return 1;
+  case O_DEDUP: o->auto_dedup = true; return 1;
   case O_CGMODE:
-    if (criu_cgroup_mode_parse(arg, &o->cgroup_mode, &err) < 0) {
+  case O_EMPTYNS:
+    if ((c == O_CGMODE ? criu_cgroup_mode_parse(arg, &o->cgroup_mode, &err)
+                       : criu_empty_ns_parse(arg, &o->empty_ns, &err)) < 0) {
       fprintf(stderr, "codemode: %s: %s\n", cmd, err->msg);
       cm_error_free(err);
       return -1;
@@ -93,6 +107,7 @@ static int common_flag(const char *cmd, int c, const char *arg, struct criu_comm
       {"tcp-established", no_argument, NULL, O_TCP}, {"ext-unix-sk", no_argument, NULL, O_EXTUNIX}, \
       {"shell-job", no_argument, NULL, O_SHELL}, {"file-locks", no_argument, NULL, O_LOCKS}, \
       {"manage-cgroups-mode", required_argument, NULL, O_CGMODE}, {"lazy-pages", no_argument, NULL, O_LAZY}, \
+      {"auto-dedup", no_argument, NULL, O_DEDUP}, {"empty-ns", required_argument, NULL, O_EMPTYNS}, \
       {"help", no_argument, NULL, 'h'}
 
 static int cmd_checkpoint(struct runtime_context *ctx, const char *criu_path, int argc, char **argv) {
@@ -101,13 +116,13 @@ static int cmd_checkpoint(struct runtime_context *ctx, const char *criu_path, in
       {"leave-running", no_argument, NULL, O_LEAVE},
       {"pre-dump", no_argument, NULL, O_PREDUMP},
       {"parent-path", required_argument, NULL, O_PARENT},
-      {"auto-dedup", no_argument, NULL, O_UNSUPPORTED},
-      {"empty-ns", required_argument, NULL, O_UNSUPPORTED_ARG},
-      {"page-server", required_argument, NULL, O_UNSUPPORTED_ARG},
-      {"status-fd", required_argument, NULL, O_UNSUPPORTED_ARG},
+      {"page-server", required_argument, NULL, O_PAGESERVER},
+      {"status-fd", required_argument, NULL, O_STATUSFD},
       {NULL, 0, NULL, 0},
   };
-  struct checkpoint_options o = {.c = {.criu_path = criu_path, .cgroup_mode = CRIU_CG_UNSET}};
+  struct checkpoint_options o = {.c = {.criu_path = criu_path, .cgroup_mode = CRIU_CG_UNSET}, .status_fd = -1};
+  struct cm_error *err = NULL;
+  char *end;
   int c;
   optind = 0;
   opterr = 0;
@@ -122,10 +137,17 @@ static int cmd_checkpoint(struct runtime_context *ctx, const char *criu_path, in
     case O_LEAVE: o.leave_running = true; break;
     case O_PREDUMP: o.pre_dump = true; break;
     case O_PARENT: o.parent_path = optarg; break;
+    case O_PAGESERVER:
+      if (criu_page_server_parse(optarg, &o, &err) < 0)
+        return cli_usage_error("checkpoint", "%s", err->msg);
+      break;
+    case O_STATUSFD:
+      errno = 0;
+      o.status_fd = (int)strtol(optarg, &end, 10);
+      if (errno || end == optarg || *end || o.status_fd < 0)
+        return cli_usage_error("checkpoint", "--status-fd \"%s\": expected a file descriptor number", optarg);
+      break;
     case 'h': fputs(checkpoint_help, stdout); return 0;
-    case O_UNSUPPORTED:
-    case O_UNSUPPORTED_ARG:
-      return cli_usage_error("checkpoint", "%s: not supported by codemode", argv[optind - 1]);
     default: return cli_usage_error("checkpoint", "unknown or incomplete option \"%s\"", argv[optind - 1]);
     }
   }
@@ -134,10 +156,9 @@ static int cmd_checkpoint(struct runtime_context *ctx, const char *criu_path, in
   if (o.pre_dump && o.leave_running)
     cm_debug("checkpoint: --leave-running with --pre-dump: a pre-dump always leaves it running");
   o.id = argv[optind];
-  struct cm_error *err = NULL;
-  if (criu_checkpoint(ctx, &o, &err) < 0)
-    return cli_fail(err);
-  return 0;
+  int rc = criu_checkpoint(ctx, &o, &err) < 0 ? cli_fail(err) : 0;
+  free(o.page_server_addr);
+  return rc;
 }
 
 static int cmd_restore(struct runtime_context *ctx, const char *criu_path, const char *profile, int argc,
@@ -150,8 +171,6 @@ static int cmd_restore(struct runtime_context *ctx, const char *criu_path, const
       {"console-socket", required_argument, NULL, O_CONSOLE},
       {"no-subreaper", no_argument, NULL, O_NOOP},
       {"no-pivot", no_argument, NULL, O_NOOP},
-      {"auto-dedup", no_argument, NULL, O_UNSUPPORTED},
-      {"empty-ns", required_argument, NULL, O_UNSUPPORTED_ARG},
       {NULL, 0, NULL, 0},
   };
   struct restore_options o = {.c = {.criu_path = criu_path, .cgroup_mode = CRIU_CG_UNSET}, .profile = profile};
@@ -172,8 +191,6 @@ static int cmd_restore(struct runtime_context *ctx, const char *criu_path, const
     case O_CONSOLE: o.console_socket = optarg; break;
     case O_NOOP: break;
     case 'h': fputs(restore_help, stdout); return 0;
-    case O_UNSUPPORTED:
-    case O_UNSUPPORTED_ARG: return cli_usage_error("restore", "%s: not supported by codemode", argv[optind - 1]);
     default: return cli_usage_error("restore", "unknown or incomplete option \"%s\"", argv[optind - 1]);
     }
   }
@@ -201,6 +218,14 @@ static int cmd_probe(const char *criu_path) {
         *p = ' ';
     printf("reason=%s\n", msg);
     free(msg);
+    cm_error_free(err);
+  } else {
+    /* Lazy pages need more of the kernel than a dump does (userfaultfd): asked on their own. */
+    const char *why = NULL;
+    int lazy = criu_lazy_pages_probe(criu_path, &why, &err);
+    printf("lazy_pages=%s\n", lazy > 0 ? "true" : "false");
+    if (lazy <= 0)
+      printf("lazy_pages_reason=%s\n", lazy == 0 ? why : err->msg);
     cm_error_free(err);
   }
   free(version);

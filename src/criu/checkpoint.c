@@ -1,6 +1,7 @@
 /* checkpoint: a running container's processes dumped by CRIU (src/criu/criu.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,41 @@ int criu_cgroup_mode_parse(const char *s, enum criu_cgroup_mode *out, struct cm_
       return 0;
     }
   return cm_error_set(err, EINVAL, "--manage-cgroups-mode: \"%s\" must be soft, full, strict or ignore", s);
+}
+
+int criu_empty_ns_parse(const char *s, uint32_t *mask, struct cm_error **err) {
+  /* CRIU can leave only a network namespace empty (its empty_ns takes CLONE_NEWNET alone). */
+  if (strcmp(s, "network") == 0) {
+    *mask |= CLONE_NEWNET;
+    return 0;
+  }
+  return cm_error_set(err, 0, "--empty-ns: namespace \"%s\" is not supported: CRIU can only make the "
+                                   "network namespace empty (--empty-ns network)",
+                      s);
+}
+
+int criu_page_server_parse(const char *s, struct checkpoint_options *o, struct cm_error **err) {
+  /* ADDR:PORT, the address in brackets when it is IPv6 ("[::1]:27277"), as runc splits it. */
+  const char *colon = strrchr(s, ':');
+  const char *host = s, *host_end = colon;
+  if (s[0] == '[') {
+    const char *close = strchr(s, ']');
+    if (close == NULL || close[1] != ':')
+      colon = NULL;
+    host = s + 1;
+    host_end = close;
+  } else if (colon && memchr(s, ':', (size_t)(colon - s)) != NULL)
+    colon = NULL; /* an IPv6 address needs its brackets */
+  char *end = NULL;
+  long port = colon ? strtol(colon + 1, &end, 10) : 0;
+  if (colon == NULL || host_end == host || colon[1] == '\0' || *end != '\0' || port < 1 || port > 65535)
+    return cm_error_set(err, 0, "--page-server \"%s\": expected ADDRESS:PORT (a port 1-65535; an IPv6 "
+                                     "address in brackets: [::1]:27277)",
+                        s);
+  free(o->page_server_addr);
+  o->page_server_addr = strndup(host, (size_t)(host_end - host));
+  o->page_server_port = (int)port;
+  return 0;
 }
 
 /* mkdir -p (as runc does), then its fd. */
@@ -87,10 +123,33 @@ static char *freezer_dir(const char *cgroup_path) {
 }
 
 static int dump_notify(void *arg, const char *script, pid_t pid, int fd, struct cm_error **err) {
-  (void)arg;
+  (void)err;
+  int *status_fd = arg;
   if (fd >= 0)
     close(fd);
   cm_debug("checkpoint: criu notification %s (pid %d)", script, (int)pid);
+  /* Lazy pages: the dump is written and its page server listens; the caller may start the
+   * restore (CRIU 3.15+ says so here, not on a status fd of its own). */
+  if (strcmp(script, "status-ready") == 0 && *status_fd >= 0) {
+    ssize_t n;
+    do
+      n = write(*status_fd, "", 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
+      cm_warn("checkpoint: write to --status-fd %d: %s", *status_fd, strerror(errno));
+    close(*status_fd);
+    *status_fd = -1;
+  }
+  return 0;
+}
+
+/* --status-fd: an open fd of ours that can be written. */
+static int check_status_fd(int fd, struct cm_error **err) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0)
+    return cm_error_set(err, errno, "--status-fd %d: not an open file descriptor", fd);
+  if ((fl & O_ACCMODE) == O_RDONLY)
+    return cm_error_set(err, EBADF, "--status-fd %d: open read-only, it must be writable", fd);
   return 0;
 }
 
@@ -109,9 +168,19 @@ static int check_dumpable(const struct container *c, const struct spec *s, const
                         o->id);
   if (s->process && s->process->terminal && !o->c.shell_job)
     cm_debug("checkpoint: terminal container, its pty master is CRIU's orphan-pts-master");
-  if (o->c.lazy_pages)
-    return cm_error_set(err, ENOTSUP, "--lazy-pages: not supported by codemode (it needs a page server that "
-                                      "outlives checkpoint); checkpoint without it");
+  if (o->status_fd >= 0 && !o->c.lazy_pages)
+    return cm_error_set(err, 0, "--status-fd %d: only used with --lazy-pages (it says when the lazy page "
+                                     "server listens)",
+                        o->status_fd);
+  if (o->c.lazy_pages) {
+    if (o->pre_dump)
+      return cm_error_set(err, 0, "--lazy-pages with --pre-dump: a pre-dump leaves the memory where it is; "
+                                       "use --lazy-pages on the final dump");
+    if (o->status_fd >= 0 && check_status_fd(o->status_fd, err) < 0)
+      return -1;
+    if (criu_lazy_pages_usable(o->c.criu_path, err) < 0)
+      return -1;
+  }
   return 0;
 }
 
@@ -166,6 +235,16 @@ int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_o
   }
   if (o->parent_path)
     opts.parent_img = (char *)o->parent_path;
+  /* The memory goes to a page server: a `criu page-server` at ADDR:PORT, or with lazy pages
+   * one of this dump's own on PORT that the restore side's `criu lazy-pages` fetches from
+   * (the dump returns once it has served every page). */
+  CriuPageServerInfo ps = CRIU_PAGE_SERVER_INFO__INIT;
+  if (o->page_server_port > 0) {
+    ps.address = o->page_server_addr;
+    ps.has_port = true;
+    ps.port = o->page_server_port;
+    opts.ps = &ps;
+  }
   /* A paused container (containerd pauses one before it checkpoints it): CRIU finds it frozen
    * in its cgroup, dumps it from there and leaves it as it was. */
   if (c.status == STATUS_PAUSED) {
@@ -192,7 +271,9 @@ int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_o
   int keep[] = {images_fd, work_fd};
   cm_debug("checkpoint: %s of %s (pid %d) into %s, %zu external(s)", o->pre_dump ? "pre-dump" : "dump", o->id,
            (int)c.st.pid, image_path, ext.n);
-  if (criu_swrk_start(&w, o->c.criu_path, keep, 2, err) < 0 || criu_swrk_call(&w, &req, dump_notify, NULL, &resp, err) < 0)
+  int status_fd = o->status_fd;
+  if (criu_swrk_start(&w, o->c.criu_path, keep, 2, err) < 0 ||
+      criu_swrk_call(&w, &req, dump_notify, &status_fd, &resp, err) < 0)
     goto out;
   if (!resp->success) {
     criu_fail(err, o->pre_dump ? "pre-dump" : "dump", resp, work_fd, work_path, log_name);

@@ -9,6 +9,7 @@
 #define CM_CRIU_CRIU_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "runtime/runtime.h"
 #include "util/error.h"
@@ -29,7 +30,12 @@ struct criu_common_options {
   bool tcp_established, ext_unix_sk, shell_job, file_locks;
   enum criu_cgroup_mode cgroup_mode;
   bool lazy_pages;
+  bool auto_dedup;   /* --auto-dedup: punch pages out of parent images (dump) or the images (restore) */
+  uint32_t empty_ns; /* --empty-ns: CLONE_NEW* namespaces CRIU makes empty (only CLONE_NEWNET) */
 };
+/* --empty-ns NS: the OCI name of a namespace CRIU can leave empty ("network", CRIU's only one)
+ * added to *mask; -1 with err naming the value otherwise. */
+int criu_empty_ns_parse(const char *s, uint32_t *mask, struct cm_error **err);
 
 struct checkpoint_options {
   const char *id;
@@ -37,7 +43,14 @@ struct checkpoint_options {
   bool leave_running;
   bool pre_dump;
   const char *parent_path; /* --parent-path: relative to the image path (CRIU's rule) */
+  /* --page-server ADDR:PORT: the memory goes to a `criu page-server` there; with lazy_pages
+   * the port a page server of the dump's own listens on (CRIU takes no address then). */
+  char *page_server_addr;
+  int page_server_port; /* 0: none */
+  int status_fd;        /* --status-fd (lazy pages): gets one \0 when the page server listens; -1 */
 };
+/* --page-server ADDR:PORT ("[v6]:PORT" too) into o; -1 with err naming the value. */
+int criu_page_server_parse(const char *s, struct checkpoint_options *o, struct cm_error **err);
 /* Dump the running container's processes into the image path. Unless leave_running or
  * pre_dump, the container is then gone (CRIU killed its processes) and is deleted, as runc does. */
 int criu_checkpoint(const struct runtime_context *ctx, const struct checkpoint_options *o, struct cm_error **err);
@@ -60,5 +73,10 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
 /* Whether CRIU can work here: its version ("3.17.1") in *version (malloc'd) when it answers at
  * all, and 0 when a CHECK request succeeds; -1 with err quoting CRIU's reason otherwise. */
 int criu_probe(const char *criu_path, char **version, struct cm_error **err);
+/* Whether this CRIU and kernel can do lazy pages (a FEATURE_CHECK request: userfaultfd with the
+ * non-cooperative events CRIU needs): 1 yes, 0 no (*why says so), -1 when CRIU cannot be asked. */
+int criu_lazy_pages_probe(const char *criu_path, const char **why, struct cm_error **err);
+/* 0 when lazy pages work here, else -1 with err saying why (--lazy-pages refused up front). */
+int criu_lazy_pages_usable(const char *criu_path, struct cm_error **err);
 
 #endif

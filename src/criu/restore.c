@@ -214,8 +214,18 @@ int criu_restore(const struct runtime_context *ctx, const struct restore_options
     return cm_error_set(err, EPERM, "restore: CRIU needs root");
   if (container_id_validate(o->id, err) < 0)
     return -1;
-  if (o->c.lazy_pages)
-    return cm_error_set(err, ENOTSUP, "--lazy-pages: not supported by codemode; restore without it");
+  /* Lazy pages: CRIU restores the tree without its memory and hands the faults to a `criu
+   * lazy-pages` daemon the caller runs on the work path (its socket is there), which fetches
+   * the pages from the dump's page server. Refused up front when the kernel cannot. */
+  if (o->c.lazy_pages && criu_lazy_pages_usable(o->c.criu_path, err) < 0)
+    return -1;
+  /* CRIU's strict mode aborts on a cgroup that exists ("Abort restore of existing cgroups"),
+   * and the container's is made first, for criu to start in it (runc does the same, and fails
+   * the same way deep in CRIU's log): say so before anything is made. */
+  if (o->c.cgroup_mode == CRIU_CG_STRICT && ctx->cgroup_manager != CGROUP_MANAGER_DISABLED)
+    return cm_error_set(err, 0, "restore --manage-cgroups-mode strict: CRIU aborts when the container's cgroup "
+                                "exists, and restore makes it before CRIU runs; restore with full (the checkpoint's "
+                                "cgroup properties restored too) or soft");
   if (private_mount_ns(err) < 0)
     return -1;
   const char *image_path = o->c.image_path ? o->c.image_path : "checkpoint";

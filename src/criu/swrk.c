@@ -264,7 +264,13 @@ void criu_opts_common(CriuOpts *opts, const struct criu_common_options *c, const
   FLAG(ext_unix_sk)
   FLAG(shell_job)
   FLAG(file_locks)
+  FLAG(auto_dedup)
+  FLAG(lazy_pages)
 #undef FLAG
+  if (c->empty_ns) {
+    opts->has_empty_ns = true;
+    opts->empty_ns = c->empty_ns;
+  }
   /* A terminal: the pty master is the caller's (the shim's), outside the container; CRIU dumps
    * the slave side as an orphan and hands a new master over at restore. */
   if (s->process && s->process->terminal) {

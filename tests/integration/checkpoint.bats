@@ -166,3 +166,93 @@ count_above() {
   [ "$(state_field "$CID" status)" = running ]
   [ "$(state_field "$CID" pid)" = "$pid" ]
 }
+
+@test "checkpoint and restore refuse bad --page-server, --status-fd and --empty-ns values, naming them" {
+  set_args sleep 100
+  run_cm run --detach -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  local bad
+  # runc refuses these too (net.SplitHostPort, its port check).
+  for bad in 1.2.3.4 1.2.3.4: :27277 ::1:27277 1.2.3.4:x; do
+    run_cm checkpoint --page-server "$bad" --image-path "$TEST_DIR/img" "$CID"
+    [ "$status" -ne 0 ]
+    if codemode_part checkpoint-codemode; then
+      [[ $stderr == "codemode: checkpoint: --page-server \"$bad\": expected ADDRESS:PORT"* ]]
+    fi
+  done
+  if codemode_part checkpoint-codemode; then
+    # runc takes port 0 as "no page server" and 65536 as a port CRIU truncates: codemode refuses.
+    for bad in 1.2.3.4:0 1.2.3.4:65536; do
+      run_cm checkpoint --page-server "$bad" --image-path "$TEST_DIR/img" "$CID"
+      [ "$status" -eq 1 ]
+      [[ $stderr == "codemode: checkpoint: --page-server \"$bad\": expected ADDRESS:PORT"* ]]
+    done
+  fi
+  run_cm checkpoint --empty-ns pid --image-path "$TEST_DIR/img" "$CID"
+  [ "$status" -ne 0 ]
+  run_cm restore --empty-ns ipc --image-path "$TEST_DIR/img" -b "$BUNDLE" "$CID-r"
+  [ "$status" -ne 0 ]
+  [ ! -e "$ROOT/$CID-r" ]
+  if codemode_part checkpoint-codemode; then
+    run_cm checkpoint --empty-ns pid --image-path "$TEST_DIR/img" "$CID"
+    [ "$stderr" = 'codemode: checkpoint: --empty-ns: namespace "pid" is not supported: CRIU can only make the network namespace empty (--empty-ns network)' ]
+    run_cm checkpoint --status-fd abc --image-path "$TEST_DIR/img" "$CID"
+    [ "$status" -eq 1 ]
+    [[ $stderr == *'--status-fd "abc": expected a file descriptor number'* ]]
+    # --status-fd means something with --lazy-pages only; a closed or read-only fd is no use.
+    run_cm checkpoint --status-fd 1 --image-path "$TEST_DIR/img" "$CID"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "codemode: --status-fd 1: only used with --lazy-pages (it says when the lazy page server listens)" ]
+    run_cm checkpoint --lazy-pages --status-fd 97 --image-path "$TEST_DIR/img" "$CID"
+    [ "$status" -eq 1 ]
+    [[ $stderr == "codemode: --status-fd 97: not an open file descriptor"* ]]
+    run_cm checkpoint --lazy-pages --status-fd 0 --image-path "$TEST_DIR/img" "$CID" </dev/null
+    [ "$status" -eq 1 ]
+    [[ $stderr == "codemode: --status-fd 0: open read-only, it must be writable"* ]]
+    run_cm checkpoint --lazy-pages --pre-dump --image-path "$TEST_DIR/img" "$CID"
+    [ "$status" -eq 1 ]
+    [[ $stderr == "codemode: --lazy-pages with --pre-dump"* ]]
+  fi
+  # Nothing of it touched the container.
+  [ "$(state_field "$CID" status)" = running ]
+}
+
+@test "checkpoint --lazy-pages: works where CRIU's feature check says so, refused saying why where not" {
+  set_args sleep 100
+  run_cm run --detach -b "$BUNDLE" "$CID"
+  [ "$status" -eq 0 ]
+  run_cm features
+  [ "$status" -eq 0 ]
+  local lazy
+  lazy=$(echo "$stdout" | jq -r '.annotations["run.codemode.checkpoint.lazy-pages"] // "false"')
+  if [ "$CRIU_WORKS" = 0 ]; then
+    if codemode_part checkpoint-codemode; then
+      [ "$lazy" = false ]
+      # The reason is CRIU's own (its check's first error line), before the container is touched.
+      local first
+      first=$(grep -m1 -o 'Error (.*' "$BATS_FILE_TMPDIR/criu-check")
+      run_cm checkpoint --lazy-pages --page-server 127.0.0.1:27277 --image-path "$TEST_DIR/img" "$CID"
+      [ "$status" -eq 1 ]
+      [[ $stderr == "codemode: --lazy-pages: criu check failed: CRIU says: "*"$first"* ]]
+      run_cm restore --lazy-pages --image-path "$TEST_DIR/img" -b "$BUNDLE" "$CID-r"
+      [ "$status" -eq 1 ]
+      [[ $stderr == "codemode: --lazy-pages: criu check failed: CRIU says: "*"$first"* ]]
+      [ ! -e "$ROOT/$CID-r" ]
+    fi
+    [ "$(state_field "$CID" status)" = running ]
+  else
+    # tests/vm's criu variant runs the whole lazy migration; here: the probe agrees with CRIU's.
+    if criu check --feature uffd-noncoop >/dev/null 2>&1; then [ "$lazy" = true ]; else [ "$lazy" = false ]; fi
+  fi
+}
+
+@test "restore --manage-cgroups-mode strict is refused before anything is made (CRIU aborts on the cgroup restore makes)" {
+  mkdir -p "$TEST_DIR/img"
+  run_cm restore --manage-cgroups-mode strict --image-path "$TEST_DIR/img" -b "$BUNDLE" "$CID"
+  [ "$status" -ne 0 ]
+  if codemode_part checkpoint-codemode; then
+    [ "$stderr" = "codemode: restore --manage-cgroups-mode strict: CRIU aborts when the container's cgroup exists, and restore makes it before CRIU runs; restore with full (the checkpoint's cgroup properties restored too) or soft" ]
+  fi
+  [ ! -e "$ROOT/$CID" ]
+  [ -z "$(find /sys/fs/cgroup -maxdepth 4 -name "$CID" 2>/dev/null)" ]
+}

@@ -152,6 +152,12 @@ build_initramfs || cannot "building the initramfs failed"
 # --- what the guest tests use, prepared here (the guest sees the host tree read-only) ---------
 "$repo/rootfs-tools/make-busybox-bundle.sh" "$WORK/bundle" >/dev/null 2>&1 ||
   cannot "rootfs-tools/make-busybox-bundle.sh failed"
+# The criu variant's helpers: criu-peer (static: it runs in the busybox containers) and recvtty.
+if [[ " $variants " == *" criu "* ]]; then
+  mkdir -p "$WORK/bin"
+  cc -static -O2 -o "$WORK/bin/criu-peer" "$here/criu-peer.c" && cc -O2 -o "$WORK/bin/recvtty" "$repo/tests/helpers/recvtty.c" ||
+    cannot "building tests/vm/criu-peer.c or tests/helpers/recvtty.c failed"
+fi
 # The systemd variant drives containerd's CRI too (tests/cri, SystemdCgroup = true): its images,
 # made here; without tests/cri's packages that part is skipped in the guest.
 if [[ " $variants " == *" systemd "* ]] && command -v containerd >/dev/null && command -v node >/dev/null &&
