@@ -117,7 +117,12 @@ static int attach_at(int mnt, const char *path, int dir_fd, const char *name, bo
   return 0;
 }
 
-int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *plan, struct cm_error **err) {
+/* Binds as mounts of the config (the runtime makes each), for a root that becomes an overlay:
+ * an overlay shows its lower directory's own files, never what is mounted on them. */
+static const char *const ro_bind[] = {"bind", "ro", "nosuid", "nodev", NULL};
+
+int run_host_root(struct spec *s, size_t first_user_mount, bool overlay_root, struct cleanup_plan *plan,
+                  struct cm_error **err) {
   size_t at = first_user_mount;
   char root[PATH_MAX];
   snprintf(root, sizeof(root), "%s/hostroot", plan->ephemeral_dir);
@@ -142,6 +147,10 @@ int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *
     }
     if (!S_ISDIR(st.st_mode))
       continue;
+    if (overlay_root) {
+      add_mount(s, &at, "bind", d, d, ro_bind);
+      continue;
+    }
     cleanup_close int mnt = clone_read_only(d, err);
     if (mnt < 0)
       return -1;
@@ -163,6 +172,13 @@ int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *
   for (size_t i = 0; i < sizeof(etc_allowed) / sizeof(etc_allowed[0]); i++) {
     char host[PATH_MAX];
     snprintf(host, sizeof(host), "/etc/%s", etc_allowed[i]);
+    if (overlay_root) {
+      struct stat st;
+      /* stat, not lstat: resolv.conf is often a symlink into /run; what it points at is bound. */
+      if (stat(host, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+        add_mount(s, &at, "bind", host, host, ro_bind);
+      continue;
+    }
     cleanup_error struct cm_error *why = NULL;
     cleanup_close int mnt = clone_read_only(host, &why);
     if (mnt < 0 && why->errnum != ENOENT && why->errnum != ENOTDIR) {
@@ -177,7 +193,7 @@ int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *
       return -1;
     spec_strv_push(&s->root_tree_mounts, host);
   }
-  s->root_tree_trusted = true;
+  s->root_tree_trusted = !overlay_root;
   static const char *const home_opts[] = {"nosuid", "nodev", "mode=0700", "size=256m", NULL};
   add_mount(s, &at, "tmpfs", "tmpfs", "/root", home_opts);
   static const char *const tmp_opts[] = {"nosuid", "nodev", "mode=1777", "size=256m", NULL};

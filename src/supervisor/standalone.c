@@ -191,7 +191,7 @@ int supervisor_run_standalone(struct run_options *o) {
     rc = 0;
     goto out;
   }
-  if ((o->host && run_host_root(s, config_mounts, &plan, &err) < 0) || run_spec_cow_mounts(s, o, &plan, &err) < 0)
+  if ((o->host && run_host_root(s, config_mounts, o->ephemeral || o->image, &plan, &err) < 0) || run_spec_cow_mounts(s, o, &plan, &err) < 0)
     goto out_err;
   if (o->host && profile == POLICY_PROFILE_CI && run_host_ci_containers(&plan, &err) < 0)
     goto out_err;

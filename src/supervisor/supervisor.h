@@ -139,7 +139,8 @@ void run_image_release(struct run_image *img);
  * an allow-list of /etc bound read-only, HOME and /tmp empty tmpfs (added after the profile:
  * they are ours, not the caller's). run_host_process: the process env and cwd for it. */
 int run_host_make_root(struct cleanup_plan *plan, char *root, size_t size, struct cm_error **err);
-int run_host_root(struct spec *s, size_t first_user_mount, struct cleanup_plan *plan, struct cm_error **err);
+int run_host_root(struct spec *s, size_t first_user_mount, bool overlay_root, struct cleanup_plan *plan,
+                  struct cm_error **err);
 /* npx/npm/uvx/uv in a container that may reach no host: their offline switch set (run_host.c). */
 void run_host_process(struct spec *s, const struct run_options *o);
 /* --profile ci --host: /etc/containers for the host's podman and buildah inside the job. */
