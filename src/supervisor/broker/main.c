@@ -202,7 +202,9 @@ int main(int argc, char **argv) {
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGHUP);
-  sigprocmask(SIG_BLOCK, &sigs, NULL);
+  /* The mask create started us with is "everything blocked" (runtime/egress.c): ours is set
+   * whole, these three read from a signalfd, the rest delivered. */
+  sigprocmask(SIG_SETMASK, &sigs, NULL);
   signal(SIGPIPE, SIG_IGN);
   b.ep = epoll_create1(EPOLL_CLOEXEC);
   if (b.ep < 0)
