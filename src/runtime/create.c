@@ -526,7 +526,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     cm_debug("config %s: parsed", path);
   }
   struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1, .progress = {-1},
-                         .console_master = -1, .broker = {.pid = -1, .ctl = -1}, .broker_cg_fd = -1};
+                         .console_master = -1, .broker = {.pid = -1, .ctl = -1, .errpipe = -1}, .broker_cg_fd = -1};
   struct seccomp_program seccomp = {0}, seccomp_stacked = {0}, seccomp_policy = {0};
   bool has_seccomp = false, has_stacked = false, has_policy = false;
   struct spec_landlock landlock[3];

@@ -76,6 +76,7 @@ struct egress_broker {
   bool configured; /* its answer to the config has been read */
   bool started;    /* BROKER_INIT sent */
   bool in_cgroup;  /* born in the container's cgroup (every hierarchy): nothing to move */
+  int errpipe;     /* its child's errno if the exec failed (read when it closes the socket early) */
 };
 
 /* Where the broker is born: the container's cgroup2 directory (an fd, -1: none) and its v1
@@ -88,7 +89,8 @@ struct egress_spawn_cgroup {
 
 /* fork + exec codemode-broker (next to our binary, else LIBEXECDIR), send it the config. cg
  * (or NULL): the container's cgroup to be born in (b->in_cgroup says whether it was).
- * Returns once it has the config; with secrets, once it has made the per-run CA (b->ca_pem).
+ * Returns once the config is sent, without waiting for its exec (a failed one is reported when
+ * its answer is read); with secrets, once it has made the per-run CA (b->ca_pem).
  * detached (create, for a shim): its stderr is /dev/null, not ours (which may be the
  * container's own stderr pipe, whose reader waits for EOF). */
 int egress_broker_spawn(const struct egress_config *c, const char *id, bool detached,
