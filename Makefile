@@ -140,6 +140,16 @@ $(B)/codemode-criu: $(CRIU_OBJS) $(B)/libcodemode.a
 BROKER_SRCS := $(sort $(filter-out %/intercept.c %/intercept_http.c,$(wildcard src/supervisor/broker/*.c)))
 BROKER_OBJS := $(BROKER_SRCS:%.c=$(B)/%.o)
 BROKER_LIBS := -lcares -lmnl -lhttp_parser -lpthread
+# The broker binary itself, with STATIC_DEPS: c-ares and http-parser from their archives when
+# their -dev packages ship them (libmnl's ships none): two shared objects fewer for the loader
+# at every broker start (measured, issue 27: 275k -> 189k instructions from exec to exit, 74 ->
+# 62 page faults). The TLS plugin keeps its own shared http-parser.
+ifeq ($(STATIC_DEPS),1)
+BROKER_BIN_LIBS := $(or $(call static_archive,libcares.a),-lcares) -lmnl \
+                   $(or $(call static_archive,libhttp_parser.a),-lhttp_parser) -lpthread
+else
+BROKER_BIN_LIBS := $(BROKER_LIBS)
+endif
 BROKER_EXPORTS := -Wl,--export-dynamic-symbol=audit_write -Wl,--export-dynamic-symbol=now_mono \
                   -Wl,--export-dynamic-symbol=egress_host_matches -Wl,--export-dynamic-symbol=egress_check_host \
                   -Wl,--export-dynamic-symbol=broker_watch -Wl,--export-dynamic-symbol=broker_rewatch \
@@ -150,7 +160,7 @@ $(B)/libbroker.a: $(filter-out %/main.o,$(BROKER_OBJS))
 	@echo "  AR      $@"
 	@ar rcs $@ $^
 $(B)/codemode-broker: $(B)/src/supervisor/broker/main.o $(B)/libbroker.a $(B)/libcodemode.a
-	$(CC) $(LDFLAGS) $(BROKER_EXPORTS) -o $@ $^ $(LDLIBS) $(BROKER_LIBS)
+	$(CC) $(LDFLAGS) $(BROKER_EXPORTS) -o $@ $^ $(LDLIBS) $(BROKER_BIN_LIBS)
 $(B)/src/supervisor/broker/%.pic.o: src/supervisor/broker/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $< (PIC)"

@@ -174,7 +174,10 @@ struct create_run {
   bool loopback_by_runtime;       /* init_config.loopback_by_runtime */
   pid_t stage1, init;
   int console_master;
-  struct egress_broker broker; /* pid -1: no allowlist */
+  struct egress_broker broker; /* pid -1: no allowlist, or not started yet */
+  /* Where the broker is to be born (the cgroup init was cloned into), kept from init's clone
+   * until the broker starts: start_broker. */
+  int broker_cg_fd, broker_v1[16], n_broker_v1;
   struct userns_setup userns;
   char *state_dir; /* absolute */
 };
@@ -280,6 +283,49 @@ static struct spec_kv *annotations_with_landlock(const struct spec *s, int abi, 
   return items;
 }
 
+/* The broker is the container's to pay for: its memory and pids count against the container's
+ * limits, so a flood of connections from inside cannot grow it outside them. Moved there unless
+ * it was born there; after cgroup_enter of init. */
+static int place_broker(struct create_run *r, struct cm_error **err) {
+  if (!r->cgroup || r->broker.pid <= 0 || r->broker.in_cgroup || cgroup_add_process(r->cgroup, r->broker.pid, err) == 0)
+    return 0;
+  /* Rootless, a cgroup made by a systemd user manager may refuse a process from outside its
+   * subtree (the move needs write access above both cgroups): the broker's own bounds (man 5
+   * codemode-profiles) still hold; said, not hidden. As root it is an error. */
+  if (geteuid() == 0)
+    return -1;
+  fprintf(stderr, "codemode: warning: container %s: the egress broker (pid %d) stays outside the container's cgroup: %s\n",
+          r->opts->id, (int)r->broker.pid, (*err)->msg);
+  cm_error_freep(err);
+  return 0;
+}
+
+static void release_broker_cgroup(struct create_run *r) {
+  if (r->broker_cg_fd >= 0)
+    close(r->broker_cg_fd);
+  r->broker_cg_fd = -1;
+  for (int i = 0; i < r->n_broker_v1; i++)
+    close(r->broker_v1[i]);
+  r->n_broker_v1 = 0;
+}
+
+/* The broker, started when init sends its first socket: from then on it overlaps init's rootfs
+ * work, and never delays what init needs from us first (a user namespace's maps: as a user, a
+ * broker started at the clone held stage1 up for its whole spawn). Born in the container's
+ * cgroup when init was (no migration); otherwise moved there, before it serves anything: it is
+ * the container's to pay for, so a flood of connections from inside cannot grow it outside the
+ * container's limits. */
+static int start_broker(struct create_run *r, struct cm_error **err) {
+  const struct create_options *opts = r->opts;
+  struct egress_spawn_cgroup bcg = {.v2_fd = r->broker_cg_fd, .v1_tasks = r->broker_v1, .n_v1 = (size_t)r->n_broker_v1};
+  int rc = egress_broker_spawn(opts->egress, opts->id, !opts->foreground, r->broker_cg_fd >= 0 ? &bcg : NULL,
+                               &r->broker, err);
+  release_broker_cgroup(r);
+  if (rc < 0)
+    return -1;
+  return place_broker(r, err);
+}
+
 /* Drive stage1 and init until READY. */
 static int drive_child(struct create_run *r, struct cm_error **err) {
   if (!r->cgroup_done && sync_send(r->sock, SYNC_CGROUP_JOINED, 0, NULL, -1, err) < 0)
@@ -381,8 +427,8 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
     case SYNC_EGRESS_SOCKET:
       /* Each of init's sockets to the broker as it comes; after the last, init's pidfd: the
        * broker adds its routes while init goes on with the rootfs. */
-      if (r->broker.pid <= 0)
-        rc = cm_error_set(err, EPROTO, "sync: an egress socket without a broker");
+      if (r->broker.pid <= 0 && (!r->opts->egress || start_broker(r, err) < 0))
+        rc = r->opts->egress ? -1 : cm_error_set(err, EPROTO, "sync: an egress socket without an allowlist");
       else if (EGRESS_SOCK_ROLE(m.value) == EGRESS_SOCK_END)
         rc = egress_broker_start(&r->broker, r->init, err);
       else
@@ -400,6 +446,8 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
         return -1;
       }
       /* The capture routes are in place before anything of the user's can run. */
+      if (r->opts->egress && r->broker.pid <= 0)
+        return cm_error_set(err, EPROTO, "egress: init did not send its sockets");
       if (r->broker.pid > 0 && egress_broker_wait_ready(&r->broker, err) < 0)
         return -1;
       /* Init made the mounts in our own (inherited) namespace: recorded for delete. */
@@ -417,6 +465,7 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
 
 static void teardown(struct create_run *r) {
   struct cm_error *ignored = NULL;
+  release_broker_cgroup(r);
   if (r->broker.pid > 0)
     egress_broker_abort(&r->broker);
   if (r->stage1 > 0) {
@@ -477,7 +526,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     cm_debug("config %s: parsed", path);
   }
   struct create_run r = {.ctx = ctx, .opts = opts, .spec = s, .dirfd = -1, .sock = -1, .fifo_fd = -1, .progress = {-1},
-                         .console_master = -1, .broker = {.pid = -1, .ctl = -1}};
+                         .console_master = -1, .broker = {.pid = -1, .ctl = -1, .errpipe = -1}, .broker_cg_fd = -1};
   struct seccomp_program seccomp = {0}, seccomp_stacked = {0}, seccomp_policy = {0};
   bool has_seccomp = false, has_stacked = false, has_policy = false;
   struct spec_landlock landlock[3];
@@ -577,7 +626,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (opts->egress) {
     struct spec *ms = loaded ? loaded : opts->spec;
     cleanup_free char *dir = state_dir_path(ctx->root, opts->id);
-    if ((opts->egress->n_secrets && egress_broker_spawn(opts->egress, opts->id, !opts->foreground, &r.broker, err) < 0) ||
+    if ((opts->egress->n_secrets && egress_broker_spawn(opts->egress, opts->id, !opts->foreground, NULL, &r.broker, err) < 0) ||
         egress_prepare_container(ms, r.dirfd, dir, r.st.rootfs, r.broker.ca_pem, err) < 0)
       goto fail;
   }
@@ -643,12 +692,13 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   cm_debug("namespaces: %s (clone flags 0x%x)", direct ? "init cloned into its new namespaces"
                                                        : "stage1 joins and unshares them, then clones init", ns_flags);
   pid_t child = clone_child((unsigned long)ns_flags, cgroup_fd, &in_cgroup);
-  if (child != 0 && n_v1_tasks > 0) {
+  if (child > 0 && n_v1_tasks > 0)
+    cgroup_mark_v1_self_attached(r.cgroup);
+  /* The broker is born where init was (egress_broker_spawn): the parent keeps these until then. */
+  bool keep_for_broker = child > 0 && opts->egress && r.broker.pid < 0 && in_cgroup;
+  if (child != 0 && n_v1_tasks > 0 && !keep_for_broker)
     for (int i = 0; i < n_v1_tasks; i++)
       close(v1_tasks[i]);
-    if (child > 0)
-      cgroup_mark_v1_self_attached(r.cgroup);
-  }
   /* The same answer in parent and child: init then neither waits for nor gets a go message. */
   r.cgroup_done = child >= 0 && direct && in_cgroup && cgroup_whole_at_clone(r.cgroup);
   if (child < 0) {
@@ -658,7 +708,7 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
     goto fail;
   }
   if (child > 0) {
-    if (cgroup_fd >= 0)
+    if (cgroup_fd >= 0 && !keep_for_broker)
       close(cgroup_fd);
     if (in_cgroup)
       cgroup_mark_cloned_into(r.cgroup);
@@ -723,25 +773,20 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (r.fifo_fd >= 0)
     close(r.fifo_fd);
   r.fifo_fd = -1;
-  if (opts->egress && r.broker.pid < 0 && egress_broker_spawn(opts->egress, opts->id, !opts->foreground, &r.broker, err) < 0)
-    goto fail;
+  if (keep_for_broker) {
+    r.broker_cg_fd = cgroup_fd;
+    for (int i = 0; i < n_v1_tasks; i++)
+      r.broker_v1[i] = v1_tasks[i];
+    r.n_broker_v1 = n_v1_tasks > 0 ? n_v1_tasks : 0;
+  }
   if (record_progress(&r, child, err) < 0)
     goto fail;
   test_pause_at("fork");
   if (r.cgroup && cgroup_enter(r.cgroup, child, err) < 0)
     goto fail;
-  /* The broker is the container's to pay for: its memory and pids count against the
-   * container's limits, so a flood of connections from inside cannot grow it outside them. */
-  if (r.cgroup && r.broker.pid > 0 && cgroup_add_process(r.cgroup, r.broker.pid, err) < 0) {
-    /* Rootless, a cgroup made by a systemd user manager may refuse a process from outside its
-     * subtree (the move needs write access above both cgroups): the broker's own bounds (man 5
-     * codemode-profiles) still hold; said, not hidden. As root it is an error. */
-    if (geteuid() == 0)
-      goto fail;
-    fprintf(stderr, "codemode: warning: container %s: the egress broker (pid %d) stays outside the container's cgroup: %s\n",
-            opts->id, (int)r.broker.pid, (*err)->msg);
-    cm_error_freep(err);
-  }
+  /* Started before (it made the per-run CA): into the container's cgroup now. */
+  if (place_broker(&r, err) < 0)
+    goto fail;
   if (drive_child(&r, err) < 0)
     goto fail;
   test_pause_at("ready");

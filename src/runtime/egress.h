@@ -75,14 +75,26 @@ struct egress_broker {
   char *ca_pem; /* the per-run CA (placeholder mode), NULL otherwise */
   bool configured; /* its answer to the config has been read */
   bool started;    /* BROKER_INIT sent */
+  bool in_cgroup;  /* born in the container's cgroup (every hierarchy): nothing to move */
+  int errpipe;     /* its child's errno if the exec failed (read when it closes the socket early) */
 };
 
-/* fork + exec codemode-broker (next to our binary, else LIBEXECDIR), send it the config.
- * Returns once it has the config; with secrets, once it has made the per-run CA (b->ca_pem).
+/* Where the broker is born: the container's cgroup2 directory (an fd, -1: none) and its v1
+ * hierarchies' `tasks` files, which the broker's child writes itself before its exec. */
+struct egress_spawn_cgroup {
+  int v2_fd;
+  const int *v1_tasks;
+  size_t n_v1;
+};
+
+/* fork + exec codemode-broker (next to our binary, else LIBEXECDIR), send it the config. cg
+ * (or NULL): the container's cgroup to be born in (b->in_cgroup says whether it was).
+ * Returns once the config is sent, without waiting for its exec (a failed one is reported when
+ * its answer is read); with secrets, once it has made the per-run CA (b->ca_pem).
  * detached (create, for a shim): its stderr is /dev/null, not ours (which may be the
  * container's own stderr pipe, whose reader waits for EOF). */
-int egress_broker_spawn(const struct egress_config *c, const char *id, bool detached, struct egress_broker *b,
-                        struct cm_error **err);
+int egress_broker_spawn(const struct egress_config *c, const char *id, bool detached,
+                        const struct egress_spawn_cgroup *cg, struct egress_broker *b, struct cm_error **err);
 /* Pass one of init's sockets on (the fd stays ours to close). */
 int egress_broker_give_socket(struct egress_broker *b, int64_t role_port, int fd, struct cm_error **err);
 /* Hand over init's pidfd (all its sockets are with the broker): the broker installs its routes

@@ -202,7 +202,9 @@ int main(int argc, char **argv) {
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGHUP);
-  sigprocmask(SIG_BLOCK, &sigs, NULL);
+  /* The mask create started us with is "everything blocked" (runtime/egress.c): ours is set
+   * whole, these three read from a signalfd, the rest delivered. */
+  sigprocmask(SIG_SETMASK, &sigs, NULL);
   signal(SIGPIPE, SIG_IGN);
   b.ep = epoll_create1(EPOLL_CLOEXEC);
   if (b.ep < 0)
@@ -245,6 +247,12 @@ int main(int argc, char **argv) {
     sync_send(CTL_FD, BROKER_CFG_OK, 0, NULL, -1, NULL);
   }
 
+  /* The address guard needs nothing of the container's (its lists are this machine's): made
+   * while init opens the sockets, not after they came, so only the routes stand between the
+   * last socket and READY. */
+  if (guard_init(&b, why, sizeof(why)) < 0)
+    die(&b, "%s", why);
+
   /* The container's sockets, then its init. */
   for (;;) {
     struct sync_msg m;
@@ -277,8 +285,6 @@ int main(int argc, char **argv) {
   if (b.netlink_fd < 0 || b.dns_w.fd <= 0 || b.n_listeners == 0)
     die(&b, "the container's sockets did not all arrive");
   if (route_setup(b.netlink_fd, why, sizeof(why)) < 0)
-    die(&b, "%s", why);
-  if (guard_init(&b, why, sizeof(why)) < 0)
     die(&b, "%s", why);
   drop_privileges(&b);
 
