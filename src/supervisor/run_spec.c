@@ -15,9 +15,11 @@
 
 #include "linux/selfclone.h"
 #include "policy/seccomp_profile.h"
+#include "runtime/idrange.h"
 #include "spec/json_util.h"
 #include "supervisor/supervisor.h"
 #include "util/cleanup.h"
+#include "util/host_root.h"
 #include "util/safepath.h"
 
 /* --rootfs (and --image): a bundle dir holding the default config (written to disk: the runtime keeps a copy
@@ -105,9 +107,28 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
   return 0;
 }
 
+/* A --state directory this run made under --profile ci as root: given to the shared owner
+ * (runtime/idrange.h), whom every job's root writes it as; 0700, so host users other than root
+ * cannot reach what a job leaves there. Removed again if that fails. */
+static int own_shared_state(const char *arg, const char *dir, struct cm_error **err) {
+  cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int rc = 0;
+  if (fd < 0)
+    rc = cm_error_set(err, errno, "--state %s: open %s", arg, dir);
+  else if (idrange_check_shared_owner(IDRANGE_SHARED_OWNER, err) < 0)
+    rc = cm_error_prefix(err, "--state %s: make %s for a ci job", arg, dir);
+  else if (fchown(fd, IDRANGE_SHARED_OWNER, IDRANGE_SHARED_OWNER) < 0 || fchmod(fd, 0700) < 0)
+    rc = cm_error_set(err, errno, "--state %s: give %s to uid and gid %u", arg, dir, IDRANGE_SHARED_OWNER);
+  if (rc < 0)
+    rmdir(dir);
+  return rc;
+}
+
 /* --state DIR[:DST]: a host directory the server may keep data in, read-write at DST (default
- * /state), made (0700) when it does not exist yet: the one place writes survive the run. */
-static int add_state(struct spec *s, const char *arg, struct cm_error **err) {
+ * /state), made (0700) when it does not exist yet: the one place writes survive the run. Under
+ * --profile ci as root, one this run makes belongs to the shared owner, and an existing one of
+ * host root's is refused here, naming the fix (the job's root would write it as host root). */
+static int add_state(struct spec *s, const char *arg, bool ci_as_root, struct cm_error **err) {
   cleanup_free char *copy = run_spec_expand_home("--state", arg, err);
   if (copy == NULL)
     return -1;
@@ -118,18 +139,31 @@ static int add_state(struct spec *s, const char *arg, struct cm_error **err) {
     return cm_error_set(err, 0, "--state %s: DST must be absolute", arg);
   if (copy[0] == '\0')
     return cm_error_set(err, 0, "--state %s: expects DIR[:DST]", arg);
-  if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+  if (mkdir(copy, 0700) == 0) {
+    if (ci_as_root && own_shared_state(arg, copy, err) < 0)
+      return -1;
+  } else if (errno != EEXIST) {
     return cm_error_set(err, errno, "--state %s: create %s", arg, copy);
+  }
   struct stat st;
   if (stat(copy, &st) < 0 || !S_ISDIR(st.st_mode))
     return cm_error_set(err, ENOTDIR, "--state %s: %s", arg, copy);
+  if (ci_as_root && (st.st_uid == 0 || st.st_gid == 0))
+    return cm_error_set(err, EPERM,
+                        "--state %s: %s is host root's (uid %u, gid %u): a ci job's root writes its state "
+                        "directory as the directory's owner, and a setuid program it left there would be host "
+                        "root's (fix: chown -R %u:%u %s && chmod 0700 %s, the owner codemode-run gives the "
+                        "state directories it makes for ci jobs; or remove it and let codemode-run make it)",
+                        arg, copy, (unsigned)st.st_uid, (unsigned)st.st_gid, IDRANGE_SHARED_OWNER,
+                        IDRANGE_SHARED_OWNER, copy, copy);
   cleanup_free char *spec_arg = NULL;
   if (asprintf(&spec_arg, "%s:%s:rw", copy, dst ? dst : "/state") < 0)
     abort();
   return add_bind(s, spec_arg, err);
 }
 
-int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err) {
+int run_spec_apply_options(struct spec *s, const struct run_options *o, enum policy_profile profile,
+                           struct cm_error **err) {
   struct spec_process *p = s->process;
   if (p == NULL)
     return cm_error_set(err, 0, "config.json: .process: missing");
@@ -171,7 +205,7 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
     spec_strv_push(&s->landlock_deny, clean);
   }
   for (size_t i = 0; i < o->states.count; i++)
-    if (add_state(s, o->states.items[i], err) < 0)
+    if (add_state(s, o->states.items[i], profile == POLICY_PROFILE_CI && cm_host_root(), err) < 0)
       return -1;
   struct spec_resources *res = &s->linux_.resources;
   if (o->memory) {

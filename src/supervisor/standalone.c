@@ -128,12 +128,13 @@ int supervisor_run_standalone(struct run_options *o) {
   if (o->host)
     run_host_process(s, o);
   size_t config_mounts = s->n_mounts; /* the command line's binds follow */
-  if (run_spec_apply_options(s, o, &err) < 0)
-    goto out_err;
+  /* The profile first (the flag and the config's annotation, which the options do not touch):
+   * a ci job's --state directories are made for it (run_spec.c). */
   enum policy_profile profile;
-  if (run_observe_load(o, &observe, &err) < 0)
+  if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
+      run_spec_apply_options(s, o, profile, &err) < 0)
     goto out_err;
-  if (policy_effective_profile(s, o->profile, &profile, &err) < 0)
+  if (run_observe_load(o, &observe, &err) < 0)
     goto out_err;
   if (profile == POLICY_PROFILE_CI) {
     /* The profile's filter is ci.json in place of the config's (policy/profile_ci.c). */
