@@ -88,6 +88,17 @@ int supervisor_run_standalone(struct run_options *o) {
 
   if (container_id_validate(o->id, &err) < 0)
     return fail(err);
+  enum policy_profile asked;
+  struct cm_error *ignored = NULL;
+  if (!o->explain && o->profile && policy_profile_from_name(o->profile, &asked, &ignored) == 0 &&
+      asked == POLICY_PROFILE_CI && !cm_host_root() && geteuid() != 0) {
+    /* A normal user's job with fewer ids than it needs: said at start (before our own user
+     * namespace, scratch.c), not as a late EINVAL inside the job. */
+    cleanup_free char *warning = rootless_ci_subid_warning();
+    if (warning)
+      fprintf(stderr, "codemode-run: warning: %s\n", warning);
+  }
+  cm_error_freep(&ignored);
   /* Block every signal before the container exists: none is lost, all wait in the signalfd. */
   sigset_t all, old;
   sigfillset(&all);
