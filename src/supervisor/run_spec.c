@@ -107,20 +107,28 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
   return 0;
 }
 
-/* A --state directory this run made under --profile ci as root: given to the shared owner
- * (runtime/idrange.h), whom every job's root writes it as; 0700, so host users other than root
- * cannot reach what a job leaves there. Removed again if that fails. */
-static int own_shared_state(const char *arg, const char *dir, struct cm_error **err) {
-  cleanup_close int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+/* A --state directory for a ci job as root, made owned by the shared owner (runtime/idrange.h),
+ * whom every job's root writes it as; 0700, so host users other than root cannot reach what a
+ * job leaves there. Made under a temporary name and renamed into place, so that a job starting
+ * at the same moment never finds it still root's (and refuses it); if one made it first, that
+ * one is used. */
+static int make_shared_state(const char *arg, const char *dir, struct cm_error **err) {
+  if (idrange_check_shared_owner(IDRANGE_SHARED_OWNER, err) < 0)
+    return cm_error_prefix(err, "--state %s: make %s for a ci job", arg, dir);
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof(tmp), "%s.codemode-XXXXXX", dir) >= (int)sizeof(tmp))
+    return cm_error_set(err, ENAMETOOLONG, "--state %s", arg);
+  if (mkdtemp(tmp) == NULL)
+    return cm_error_set(err, errno, "--state %s: create %s", arg, dir);
+  cleanup_close int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int rc = 0;
-  if (fd < 0)
-    rc = cm_error_set(err, errno, "--state %s: open %s", arg, dir);
-  else if (idrange_check_shared_owner(IDRANGE_SHARED_OWNER, err) < 0)
-    rc = cm_error_prefix(err, "--state %s: make %s for a ci job", arg, dir);
-  else if (fchown(fd, IDRANGE_SHARED_OWNER, IDRANGE_SHARED_OWNER) < 0 || fchmod(fd, 0700) < 0)
+  if (fd < 0 || fchown(fd, IDRANGE_SHARED_OWNER, IDRANGE_SHARED_OWNER) < 0 || fchmod(fd, 0700) < 0)
     rc = cm_error_set(err, errno, "--state %s: give %s to uid and gid %u", arg, dir, IDRANGE_SHARED_OWNER);
-  if (rc < 0)
-    rmdir(dir);
+  else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) == 0)
+    return 0;
+  else if (errno != EEXIST)
+    rc = cm_error_set(err, errno, "--state %s: create %s", arg, dir);
+  rmdir(tmp);
   return rc;
 }
 
@@ -139,13 +147,16 @@ static int add_state(struct spec *s, const char *arg, bool ci_as_root, struct cm
     return cm_error_set(err, 0, "--state %s: DST must be absolute", arg);
   if (copy[0] == '\0')
     return cm_error_set(err, 0, "--state %s: expects DIR[:DST]", arg);
-  if (mkdir(copy, 0700) == 0) {
-    if (ci_as_root && own_shared_state(arg, copy, err) < 0)
+  size_t n = strlen(copy);
+  while (n > 1 && copy[n - 1] == '/')
+    copy[--n] = '\0';
+  struct stat st;
+  if (ci_as_root) {
+    if (lstat(copy, &st) < 0 && errno == ENOENT && make_shared_state(arg, copy, err) < 0)
       return -1;
-  } else if (errno != EEXIST) {
+  } else if (mkdir(copy, 0700) < 0 && errno != EEXIST) {
     return cm_error_set(err, errno, "--state %s: create %s", arg, copy);
   }
-  struct stat st;
   if (stat(copy, &st) < 0 || !S_ISDIR(st.st_mode))
     return cm_error_set(err, ENOTDIR, "--state %s: %s", arg, copy);
   if (ci_as_root && (st.st_uid == 0 || st.st_gid == 0))
