@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Real CI jobs under `codemode-run --profile ci --host` as root: the host's podman (Debian's
 # 4.3.1 with crun) nested in the job, the job's end leaving nothing (exit, --timeout,
-# codemode-run SIGKILLed), two jobs at once kept apart, and a real C build (codemode's own) as
+# codemode-run SIGKILLed), two jobs at once kept apart, a --state cache jobs in different ranges
+# share (and one of host root's refused with its fix), and a real C build (codemode's own) as
 # the job's root and as a normal user of the job.
 
 load ../lib/helpers
