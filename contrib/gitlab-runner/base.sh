@@ -5,9 +5,12 @@
 #   CODEMODE_RUN        codemode-run to use (default: the one on PATH)
 #   CODEMODE_CI_DIR     the driver's own directory (default /var/lib/codemode-ci): jobs/<id>/
 #                       holds each job's builds directory, cache/<project>/ each project's cache
-#   CODEMODE_CI_OWNER   uid:gid owning them (default 65534:65534). Never 0: --profile ci
-#                       refuses a writable bind of host root's directory (a setuid program the
-#                       job left there would be root's); the job's root writes as this owner
+#   CODEMODE_CI_OWNER   uid:gid owning them (default 2147483647:2147483647, the owner
+#                       codemode-run gives the --state directories it makes for ci jobs: no
+#                       account's, no job range's, not nobody's, whom the egress broker runs
+#                       as). Never 0: --profile ci refuses a writable bind of host root's
+#                       directory (a setuid program the job left there would be root's); the
+#                       job's root writes as this owner, and its files are this id's
 #   CODEMODE_CI_IMAGES  "1": a job's image (CI_JOB_IMAGE) runs with codemode-run --image;
 #                       otherwise every job runs from the host's /usr (--host)
 #   CODEMODE_ROOT       codemode's state directory (codemode-run --root; default its own)
@@ -18,7 +21,7 @@ set -euo pipefail
 
 : "${CODEMODE_RUN:=codemode-run}"
 : "${CODEMODE_CI_DIR:=/var/lib/codemode-ci}"
-: "${CODEMODE_CI_OWNER:=65534:65534}"
+: "${CODEMODE_CI_OWNER:=2147483647:2147483647}"
 
 system_failure() {
   echo "codemode-ci: $*" >&2

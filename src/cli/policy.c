@@ -45,6 +45,12 @@ int cli_policy_prepare(const struct cli_globals *g, struct create_options *o, st
   if (policy_apply(out->spec, p, abs_bundle, &out->result, err) < 0 ||
       policy_apply_egress(out->spec, &g->egress, &out->result, err) < 0)
     goto fail;
+  if (p == POLICY_PROFILE_CI && !g->explain_only && !cm_host_root() && geteuid() != 0) {
+    /* A normal user's job with fewer ids than it needs: said now, not as a late EINVAL. */
+    cleanup_free char *warning = rootless_ci_subid_warning();
+    if (warning)
+      fprintf(stderr, "codemode: warning: %s\n", warning);
+  }
   for (size_t i = 0; i < out->result.report.count; i++)
     cm_debug("profile %s: %s", policy_profile_name(p), out->result.report.lines[i]);
   o->spec = out->spec;

@@ -74,6 +74,58 @@ int idrange_pool_describe(char *buf, size_t size) {
   return 0;
 }
 
+/* Does /etc/passwd or /etc/group (db) name an account with this id? */
+static bool account_has_id(const char *db, uint32_t id) {
+  cleanup_fclose FILE *f = fopen(db, "re");
+  char line[4096];
+  while (f && fgets(line, sizeof(line), f)) {
+    char *save = NULL;
+    char *name = strtok_r(line, ":", &save);
+    strtok_r(NULL, ":", &save);
+    char *num = strtok_r(NULL, ":", &save);
+    if (name && num && name[0] != '#' && strtoul(num, NULL, 10) == id)
+      return true;
+  }
+  return false;
+}
+
+/* Is id in any range of /etc/sub?id, ours (codemode) included? */
+static bool in_any_subid(const char *file, uint32_t id) {
+  cleanup_fclose FILE *f = fopen(file, "re");
+  char line[512];
+  while (f && fgets(line, sizeof(line), f)) {
+    char *save = NULL;
+    char *who = strtok_r(line, ":\n", &save), *s = strtok_r(NULL, ":\n", &save), *c = strtok_r(NULL, ":\n", &save);
+    if (!who || !s || !c || who[0] == '#')
+      continue;
+    uint64_t a = strtoull(s, NULL, 10), n = strtoull(c, NULL, 10);
+    if (id >= a && id - a < n)
+      return true;
+  }
+  return false;
+}
+
+int idrange_check_shared_owner(uint32_t id, struct cm_error **err) {
+  struct pool p;
+  if (pool_load(&p, err) < 0)
+    return -1;
+  uint64_t ids = (uint64_t)p.slots * IDRANGE_SIZE;
+  const char *why = NULL;
+  if ((id >= p.uid_start && id - p.uid_start < ids) || (id >= p.gid_start && id - p.gid_start < ids))
+    why = "it is in codemode's pool of job ranges (a job's processes would run as it)";
+  else if (in_any_subid("/etc/subuid", id) || in_any_subid("/etc/subgid", id))
+    why = "a range of /etc/subuid or /etc/subgid holds it";
+  else if (account_has_id("/etc/passwd", id) || account_has_id("/etc/group", id))
+    why = "an account of /etc/passwd or a group of /etc/group has it";
+  if (why)
+    return cm_error_set(err, EEXIST,
+                        "the owner of the directories ci jobs share, id %u, is not free on this host: %s (fix: "
+                        "move that range or account, or make the directory yourself, owned by an id that owns "
+                        "nothing else, mode 0700)",
+                        id, why);
+  return 0;
+}
+
 /* The registry directory, ours: made 0700 by root, refused if anyone else could write it. */
 static int registry_open(struct cm_error **err) {
   if (mkdir(IDRANGE_DIR, 0700) < 0 && errno != EEXIST)

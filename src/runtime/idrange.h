@@ -39,4 +39,16 @@ void idrange_release(const char *state_dir, int dirfd);
 /* The pool as a human-readable line for `policy explain` and errors. */
 int idrange_pool_describe(char *buf, size_t size);
 
+/* The owner (uid and gid) of the directories ci jobs share across runs: a --state directory
+ * codemode-run makes under --profile ci as root. A job's root writes a writable bind as its
+ * owner (runtime/userns_setup.c), so every job, whatever its range, reads and writes it as its
+ * own root, and what one leaves there belongs to this id on the host: never host root (whose
+ * setuid programs would be real ones), never an id of the pool (some later job's processes run
+ * as it: a setuid program left there would reach them), never nobody (the egress broker runs as
+ * nobody and holds the secrets). The id just below the default pool, 2^31 - 1. */
+#define IDRANGE_SHARED_OWNER 2147483647u
+/* Refuse when `id` is not free for that: in the pool, in anyone's /etc/subuid or /etc/subgid
+ * range, or the id of an account or group in /etc/passwd or /etc/group. */
+int idrange_check_shared_owner(uint32_t id, struct cm_error **err);
+
 #endif

@@ -23,6 +23,15 @@
 #include "spec/spec.h"
 #include "util/error.h"
 
+/* The subordinate ids a ci job run by a normal user maps beside its root: its ids 1-65536 (the
+ * most userns_setup_rootless_maps maps). */
+#define ROOTLESS_CI_SUBIDS 65536u
+/* Under --profile ci run by a normal user: when /etc/subuid, /etc/subgid or the helpers give the
+ * job fewer, the warning to print at start (malloc'd: the user, what was found, what then fails,
+ * the lines that fix it), else NULL. Said at start because the failure comes late and silent
+ * otherwise (EINVAL from setresuid at su or setpriv, rootless_subids.c). */
+char *rootless_ci_subid_warning(void);
+
 /* The default --root for a non-root caller (malloc'd), or NULL with err. */
 char *rootless_state_root(struct cm_error **err);
 

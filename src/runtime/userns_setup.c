@@ -24,8 +24,7 @@
 #include "util/sync.h"
 #include "util/host_root.h"
 
-/* The name of id in /etc/passwd or /etc/group (no NSS: the binary is static), or NULL. */
-static char *db_name(const char *db, unsigned long id) {
+char *userns_setup_db_name(const char *db, unsigned long id) {
   cleanup_fclose FILE *f = fopen(db, "re");
   char line[4096];
   while (f && fgets(line, sizeof(line), f)) {
@@ -89,8 +88,8 @@ static bool single_own(const struct spec_id_mapping *m, size_t n, uint32_t own) 
 
 int userns_setup_rootless_maps(struct spec_linux *l, struct cm_error **err) {
   struct spec_id_mapping uids[2], gids[2];
-  cleanup_free char *uname = db_name("/etc/passwd", geteuid());
-  cleanup_free char *gname = db_name("/etc/group", getegid());
+  cleanup_free char *uname = userns_setup_db_name("/etc/passwd", geteuid());
+  cleanup_free char *gname = userns_setup_db_name("/etc/group", getegid());
   int nu = rootless_maps("/etc/subuid", "newuidmap", geteuid(), uname, uids, err);
   int ng = nu < 0 ? -1 : rootless_maps("/etc/subgid", "newgidmap", getegid(), gname, gids, err);
   if (nu < 0 || ng < 0)

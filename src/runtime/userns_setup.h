@@ -57,6 +57,8 @@ int userns_setup_rootless_maps(struct spec_linux *l, struct cm_error **err);
 /* How such maps are written: by the helpers when more than our own ids are mapped, else by us
  * with setgroups denied; the child dumpable meanwhile. */
 void userns_setup_rootless_plan(const struct spec_linux *l, struct userns_plan *p);
+/* The name of id in /etc/passwd or /etc/group (no NSS: the binary is static; malloc'd), or NULL. */
+char *userns_setup_db_name(const char *db, unsigned long id);
 /* A failed create: give back the range. */
 void userns_setup_release(struct userns_setup *u, const char *state_dir, int dirfd);
 

@@ -15,9 +15,11 @@
 
 #include "linux/selfclone.h"
 #include "policy/seccomp_profile.h"
+#include "runtime/idrange.h"
 #include "spec/json_util.h"
 #include "supervisor/supervisor.h"
 #include "util/cleanup.h"
+#include "util/host_root.h"
 #include "util/safepath.h"
 
 /* --rootfs (and --image): a bundle dir holding the default config (written to disk: the runtime keeps a copy
@@ -117,9 +119,36 @@ static int add_bind(struct spec *s, const char *arg, struct cm_error **err) {
   return 0;
 }
 
+/* A --state directory for a ci job as root, made owned by the shared owner (runtime/idrange.h),
+ * whom every job's root writes it as; 0700, so host users other than root cannot reach what a
+ * job leaves there. Made under a temporary name and renamed into place, so that a job starting
+ * at the same moment never finds it still root's (and refuses it); if one made it first, that
+ * one is used. */
+static int make_shared_state(const char *arg, const char *dir, struct cm_error **err) {
+  if (idrange_check_shared_owner(IDRANGE_SHARED_OWNER, err) < 0)
+    return cm_error_prefix(err, "--state %s: make %s for a ci job", arg, dir);
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof(tmp), "%s.codemode-XXXXXX", dir) >= (int)sizeof(tmp))
+    return cm_error_set(err, ENAMETOOLONG, "--state %s", arg);
+  if (mkdtemp(tmp) == NULL)
+    return cm_error_set(err, errno, "--state %s: create %s", arg, dir);
+  cleanup_close int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int rc = 0;
+  if (fd < 0 || fchown(fd, IDRANGE_SHARED_OWNER, IDRANGE_SHARED_OWNER) < 0 || fchmod(fd, 0700) < 0)
+    rc = cm_error_set(err, errno, "--state %s: give %s to uid and gid %u", arg, dir, IDRANGE_SHARED_OWNER);
+  else if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) == 0)
+    return 0;
+  else if (errno != EEXIST)
+    rc = cm_error_set(err, errno, "--state %s: create %s", arg, dir);
+  rmdir(tmp);
+  return rc;
+}
+
 /* --state DIR[:DST]: a host directory the server may keep data in, read-write at DST (default
- * /state), made (0700) when it does not exist yet: the one place writes survive the run. */
-static int add_state(struct spec *s, const char *arg, struct cm_error **err) {
+ * /state), made (0700) when it does not exist yet: the one place writes survive the run. Under
+ * --profile ci as root, one this run makes belongs to the shared owner, and an existing one of
+ * host root's is refused here, naming the fix (the job's root would write it as host root). */
+static int add_state(struct spec *s, const char *arg, bool ci_as_root, struct cm_error **err) {
   cleanup_free char *copy = run_spec_expand_home("--state", arg, err);
   if (copy == NULL)
     return -1;
@@ -130,18 +159,34 @@ static int add_state(struct spec *s, const char *arg, struct cm_error **err) {
     return cm_error_set(err, 0, "--state %s: DST must be absolute", arg);
   if (copy[0] == '\0')
     return cm_error_set(err, 0, "--state %s: expects DIR[:DST]", arg);
-  if (mkdir(copy, 0700) < 0 && errno != EEXIST)
-    return cm_error_set(err, errno, "--state %s: create %s", arg, copy);
+  size_t n = strlen(copy);
+  while (n > 1 && copy[n - 1] == '/')
+    copy[--n] = '\0';
   struct stat st;
+  if (ci_as_root) {
+    if (lstat(copy, &st) < 0 && errno == ENOENT && make_shared_state(arg, copy, err) < 0)
+      return -1;
+  } else if (mkdir(copy, 0700) < 0 && errno != EEXIST) {
+    return cm_error_set(err, errno, "--state %s: create %s", arg, copy);
+  }
   if (stat(copy, &st) < 0 || !S_ISDIR(st.st_mode))
     return cm_error_set(err, ENOTDIR, "--state %s: %s", arg, copy);
+  if (ci_as_root && (st.st_uid == 0 || st.st_gid == 0))
+    return cm_error_set(err, EPERM,
+                        "--state %s: %s is host root's (uid %u, gid %u): a ci job's root writes its state "
+                        "directory as the directory's owner, and a setuid program it left there would be host "
+                        "root's (fix: chown -R %u:%u %s && chmod 0700 %s, the owner codemode-run gives the "
+                        "state directories it makes for ci jobs; or remove it and let codemode-run make it)",
+                        arg, copy, (unsigned)st.st_uid, (unsigned)st.st_gid, IDRANGE_SHARED_OWNER,
+                        IDRANGE_SHARED_OWNER, copy, copy);
   cleanup_free char *spec_arg = NULL;
   if (asprintf(&spec_arg, "%s:%s:rw", copy, dst ? dst : "/state") < 0)
     abort();
   return add_bind(s, spec_arg, err);
 }
 
-int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err) {
+int run_spec_apply_options(struct spec *s, const struct run_options *o, enum policy_profile profile,
+                           struct cm_error **err) {
   struct spec_process *p = s->process;
   if (p == NULL)
     return cm_error_set(err, 0, "config.json: .process: missing");
@@ -183,7 +228,7 @@ int run_spec_apply_options(struct spec *s, const struct run_options *o, struct c
     spec_strv_push(&s->landlock_deny, clean);
   }
   for (size_t i = 0; i < o->states.count; i++)
-    if (add_state(s, o->states.items[i], err) < 0)
+    if (add_state(s, o->states.items[i], profile == POLICY_PROFILE_CI && cm_host_root(), err) < 0)
       return -1;
   struct spec_resources *res = &s->linux_.resources;
   if (o->memory) {

@@ -88,6 +88,17 @@ int supervisor_run_standalone(struct run_options *o) {
 
   if (container_id_validate(o->id, &err) < 0)
     return fail(err);
+  enum policy_profile asked;
+  struct cm_error *ignored = NULL;
+  if (!o->explain && o->profile && policy_profile_from_name(o->profile, &asked, &ignored) == 0 &&
+      asked == POLICY_PROFILE_CI && !cm_host_root() && geteuid() != 0) {
+    /* A normal user's job with fewer ids than it needs: said at start (before our own user
+     * namespace, scratch.c), not as a late EINVAL inside the job. */
+    cleanup_free char *warning = rootless_ci_subid_warning();
+    if (warning)
+      fprintf(stderr, "codemode-run: warning: %s\n", warning);
+  }
+  cm_error_freep(&ignored);
   /* Block every signal before the container exists: none is lost, all wait in the signalfd. */
   sigset_t all, old;
   sigfillset(&all);
@@ -128,12 +139,13 @@ int supervisor_run_standalone(struct run_options *o) {
   if (o->host)
     run_host_process(s, o);
   size_t config_mounts = s->n_mounts; /* the command line's binds follow */
-  if (run_spec_apply_options(s, o, &err) < 0)
-    goto out_err;
+  /* The profile first (the flag and the config's annotation, which the options do not touch):
+   * a ci job's --state directories are made for it (run_spec.c). */
   enum policy_profile profile;
-  if (run_observe_load(o, &observe, &err) < 0)
+  if (policy_effective_profile(s, o->profile, &profile, &err) < 0 ||
+      run_spec_apply_options(s, o, profile, &err) < 0)
     goto out_err;
-  if (policy_effective_profile(s, o->profile, &profile, &err) < 0)
+  if (run_observe_load(o, &observe, &err) < 0)
     goto out_err;
   if (profile == POLICY_PROFILE_CI) {
     /* The profile's filter is ci.json in place of the config's (policy/profile_ci.c). */

@@ -107,7 +107,9 @@ int scratch_overlay_data(const char *lower, const char *upper, const char *work,
 /* run_spec.c: the command line applied to the config, before the profile tightens it. */
 /* A bundle in /tmp with the default config whose rootfs is dir (flag names it in errors). */
 int run_spec_generate_bundle(const char *flag, const char *dir, struct cleanup_plan *plan, struct cm_error **err);
-int run_spec_apply_options(struct spec *s, const struct run_options *o, struct cm_error **err);
+/* profile: the one the run gets (a ci job's --state directories, run_spec.c). */
+int run_spec_apply_options(struct spec *s, const struct run_options *o, enum policy_profile profile,
+                           struct cm_error **err);
 /* "~" and "~/x" expanded with $HOME; flag names the option in errors. */
 char *run_spec_expand_home(const char *flag, const char *path, struct cm_error **err);
 /* Checks before the container is made, on its config after the profile: --cwd exists (it is

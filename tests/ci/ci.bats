@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Real CI jobs under `codemode-run --profile ci --host` as root: the host's podman (Debian's
 # 4.3.1 with crun) nested in the job, the job's end leaving nothing (exit, --timeout,
-# codemode-run SIGKILLed), two jobs at once kept apart, and a real C build (codemode's own) as
+# codemode-run SIGKILLed), two jobs at once kept apart, a --state cache jobs in different ranges
+# share (and one of host root's refused with its fix), and a real C build (codemode's own) as
 # the job's root and as a normal user of the job.
 
 load ../lib/helpers
@@ -117,6 +118,63 @@ job() {
   [ "$sa" -ne "$sb" ]
   # 1048576 ids each, no overlap.
   [ $((sa > sb ? sa - sb : sb - sa)) -ge 1048576 ]
+}
+
+@test "ci: a --state cache shared by jobs in sequence: made for them (uid and gid 2147483647, 0700); each job's root reads and writes what the last left, nothing of host root's" {
+  local cache=$TEST_DIR/cache
+  [ ! -e "$cache" ]
+  # Job A writes the cache, a setuid program among it, then keeps its range (it waits for B) so
+  # that B, which starts once A's files are written, gets another one.
+  JOB_ID=$CID-a job --state "$cache:/cache" -- sh -c 'set -e; cat /proc/self/uid_map >/cache/a.map
+    echo from-a >/cache/data; mkdir /cache/dir; cp /bin/true /cache/dir/suid; chmod 4755 /cache/dir/suid
+    touch /cache/a.done; i=0; while [ ! -e /cache/b.done ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done' &
+  local a=$!
+  bg_track $a
+  wait_file "$cache/a.done" 60
+  JOB_ID=$CID-b job --state "$cache:/cache" -- sh -c 'set -e; cat /proc/self/uid_map >/cache/b.map
+    cat /cache/data; echo from-b >>/cache/data; stat -c "%u %g %a" /cache/dir/suid; id -u; touch /cache/b.done'
+  [ "$status" -eq 0 ]
+  # B's root sees A's files as its own root's, and writes to them (the job's own lines, without
+  # codemode-run's notes of the limits).
+  [ "$(grep -v '^codemode-run: ' <<<"$output")" = $'from-a\n0 0 4755\n0' ]
+  wait $a
+  local sa sb
+  sa=$(awk '{print $2}' "$cache/a.map")
+  sb=$(awk '{print $2}' "$cache/b.map")
+  [ "$sa" -ne "$sb" ]
+  # On the host: the directory codemode-run made and everything the jobs left is the shared
+  # owner's, never host root's nor a job range's; the setuid program is that id's.
+  [ "$(stat -c '%u:%g %a' "$cache")" = "2147483647:2147483647 700" ]
+  [ -z "$(find "$cache" ! -uid 2147483647 -o ! -gid 2147483647)" ]
+  [ "$(stat -c '%u %a' "$cache/dir/suid")" = "2147483647 4755" ]
+  # A third job, after both ended (it may hold A's range again): both writes are there, and it
+  # may remove what they left.
+  job --state "$cache:/cache" -- sh -c 'cat /proc/self/uid_map >uid_map; cat /cache/data; rm -r /cache/dir && echo removed'
+  [ "$status" -eq 0 ]
+  [ "$(grep -v '^codemode-run: ' <<<"$output")" = $'from-a\nfrom-b\nremoved' ]
+  [ ! -e "$cache/dir" ]
+  nothing_left "$(range_start)"
+}
+
+@test "ci: an existing --state directory of host root's is refused at start, naming the flag, the path and the fix; nothing left" {
+  local cache=$TEST_DIR/rootcache
+  mkdir -m 0700 "$cache"
+  echo old >"$cache/kept"
+  job --state "$cache:/cache" -- sh -c 'echo RAN; touch /cache/x'
+  [ "$status" -eq 125 ]
+  [[ "$output" != *RAN* ]]
+  [[ "$output" == *"--state $cache:/cache: $cache is host root's (uid 0, gid 0)"* ]]
+  [[ "$output" == *"fix: chown -R 2147483647:2147483647 $cache && chmod 0700 $cache"* ]]
+  [ "$(stat -c %u:%g "$cache")" = 0:0 ]
+  [ "$(ls -A "$cache")" = kept ]
+  [ -z "$(ls -A "$ROOT" 2>/dev/null)" ]
+  [ -z "$(test_processes "$CM_TEST_TOKEN:$CID")" ]
+  # The fix it names works.
+  chown -R 2147483647:2147483647 "$cache" && chmod 0700 "$cache"
+  job --state "$cache:/cache" -- sh -c 'cat /cache/kept; touch /cache/x && echo wrote'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *$'old\nwrote'* ]]
+  [ "$(stat -c %u "$cache/x")" = 2147483647 ]
 }
 
 @test "ci: a real build: codemode's own make, as the job's root and as a normal user of the job" {

@@ -65,7 +65,8 @@ C
   stage archive_cache 'test -x /cache/hello-bin'
   [ "$status" -eq 0 ]
   # The builds directory is the job's across its stages, written as the unprivileged owner.
-  [ "$(stat -c %u "$CIDIR/jobs/$CUSTOM_ENV_CI_JOB_ID/builds/group/demo/hello")" = 65534 ]
+  [ "$(stat -c %u "$CIDIR/jobs/$CUSTOM_ENV_CI_JOB_ID/builds/group/demo/hello")" = 2147483647 ]
+  [ "$(stat -c %u:%g "$CIDIR/cache/group-demo/hello-bin")" = 2147483647:2147483647 ]
   [ -z "$(ls -A "$ROOT")" ]
   run "$DRIVER/cleanup.sh"
   [ "$status" -eq 0 ]

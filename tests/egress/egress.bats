@@ -400,6 +400,61 @@ print(urllib.request.urlopen(r, timeout=15).status)'
   [[ "$stderr" == *"--secret-host GL_TOKEN=api.allowed.test: the host is not allowed"* ]]
 }
 
+@test "ci: secret placeholders under --profile ci: the real token only to the bound host, the placeholder elsewhere and in every environment of the job" {
+  printf '%s\n' "$LAB_TOKEN" >"$TEST_DIR/token"
+  local flags=(--profile ci --allow-host api.allowed.test --allow-host other.allowed.test
+               --secret "GL_TOKEN=@$TEST_DIR/token" --secret-host GL_TOKEN=api.allowed.test)
+  export SSL_CERT_FILE=$LAB_CA
+  : >"$LAB_DIR/requests.log"
+  # The job's root (CAP_SYS_PTRACE in its namespaces) reads every environment of the job: the
+  # placeholder only, in its own and in its init's.
+  egress "${flags[@]}" -- /usr/bin/python3 -c '
+import glob, os
+print(os.environ["GL_TOKEN"])
+envs = [open(f, "rb").read() for f in glob.glob("/proc/[0-9]*/environ")]
+print(sum(e.split(b"\0").count(b"GL_TOKEN=CODEMODE_SECRET_GL_TOKEN") for e in envs), len(envs))
+print(os.getuid())'
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = CODEMODE_SECRET_GL_TOKEN ]
+  # Both the job's process and its init (codemode-init) hold the placeholder.
+  [ "${lines[1]}" = "2 2" ]
+  [ "${lines[2]}" = 0 ]
+  [[ "$output" != *"$LAB_TOKEN"* ]]
+  # Node fetch (transparent capture) and curl (the proxy): the bound host gets the real token.
+  egress "${flags[@]}" -- /usr/bin/node /clients/fetch.mjs https://api.allowed.test/api/v4/projects "Authorization:Bearer CODEMODE_SECRET_GL_TOKEN"
+  [ "$status" -eq 0 ]
+  [[ "$output" == "200 "*"seen with the real token"* ]]
+  egress "${flags[@]}" -- /usr/bin/curl -sS -m 20 -H 'Authorization: Bearer CODEMODE_SECRET_GL_TOKEN' https://api.allowed.test/api/v4/projects
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"seen with the real token"* ]]
+  [ "$(grep -c "Bearer $LAB_TOKEN" "$LAB_DIR/requests.log")" -eq 2 ]
+  [ "$(audit_count '.decision == "allow" and .intercepted == true and .secret == "GL_TOKEN" and .host == "api.allowed.test"')" -eq 2 ]
+  # The same header to another allowed host: the placeholder, never the value.
+  egress "${flags[@]}" -- /usr/bin/curl -sS -m 20 -H 'Authorization: Bearer CODEMODE_SECRET_GL_TOKEN' https://other.allowed.test/headers
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"Bearer CODEMODE_SECRET_GL_TOKEN"* ]]
+  [ "$(grep '"host": "other.allowed.test"' "$LAB_DIR/requests.log" | grep -c "$LAB_TOKEN")" -eq 0 ]
+  # A --host job (the runner's usual form): the host's curl through the host's trust store, which
+  # the per-run CA joins (the intercepted host); the lab's own CA, which the host's store lacks,
+  # given for the host that is not intercepted.
+  : >"$LAB_DIR/requests.log"
+  run --separate-stderr in_net timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" \
+    --dns-upstream "$LAB_DNS" --audit-log "$AUDIT" "${flags[@]}" --mount "$LAB_CA:/lab-ca.pem:ro" --host -- /bin/sh -c \
+    'echo "$GL_TOKEN"; curl -sS -m 20 -H "Authorization: Bearer $GL_TOKEN" https://api.allowed.test/api/v4/projects;
+     echo; curl -sS -m 20 --cacert /lab-ca.pem -H "Authorization: Bearer $GL_TOKEN" https://other.allowed.test/headers'
+  echo "# $output" >&3
+  echo "# stderr: $stderr" >&3
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = CODEMODE_SECRET_GL_TOKEN ]
+  [[ "$output" == *"seen with the real token"* ]]
+  [[ "$output" == *"Bearer CODEMODE_SECRET_GL_TOKEN"* ]]
+  [[ "$output" != *"$LAB_TOKEN"* ]]
+  [ "$(grep '"host": "api.allowed.test"' "$LAB_DIR/requests.log" | grep -c "Bearer $LAB_TOKEN")" -eq 1 ]
+  [ "$(grep -c "$LAB_TOKEN" "$LAB_DIR/requests.log")" -eq 1 ]
+  # Nothing of the secret in the state directory.
+  ! grep -rqF "$LAB_TOKEN" "$ROOT" 2>/dev/null
+}
+
 @test "--env NAME passes the caller's variable through (an mcpServers env block)" {
   export PASSED_THROUGH=from-the-client UNSET_ONE=
   unset UNSET_ONE

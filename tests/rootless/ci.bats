@@ -1,9 +1,11 @@
 #!/usr/bin/env bats
 # Rootless ci (issue 26, point 5): a runner that is not root runs its jobs with codemode-run
-# --profile ci. tests/rootless/run.sh runs this file as its test user: the bundle case without
-# subordinate ids (pass 1: only the user's uid is mapped, as the job's root), every case with
-# /etc/subuid and /etc/subgid giving the user 100000:65536 (pass 2: newuidmap maps them as the
-# job's ids 1-65536, so a build user of the job is a subordinate id on the host).
+# --profile ci. tests/rootless/run.sh runs this file as its test user: the bundle case, a
+# --state directory and the warning at start without subordinate ids (pass 1: only the user's
+# uid is mapped, as the job's root), every case with /etc/subuid and /etc/subgid giving the
+# user 100000:65536 (pass 2: newuidmap maps them as the job's ids 1-65536, so a build user of
+# the job is a subordinate id on the host), and the warning for a smaller range
+# (CM_ROOTLESS_SMALL_RANGE=START:COUNT, what run.sh wrote to /etc/subuid and /etc/subgid).
 
 load ../lib/helpers
 
@@ -97,4 +99,62 @@ nothing_left() {
   # What the job's uid 1000 made is not the user's to remove: a job removes it.
   ci_job --host --mount "$WS:/ws:rw" -- rm -f /ws/hello-1000 /ws/ready
   [ "$status" -eq 0 ]
+}
+
+@test "rootless ci: a --state directory two jobs share in sequence: made by codemode-run as the user's (0700); the second job's root reads and writes what the first left" {
+  local cache=$TEST_DIR/cache
+  ci_job --host --state "$cache:/cache" -- sh -c 'set -e; echo from-1 >/cache/data; mkdir /cache/d; touch /cache/d/f'
+  [ "$status" -eq 0 ]
+  [ "$(stat -c '%u:%g %a' "$cache")" = "$(id -u):$(id -g) 700" ]
+  [ -z "$(find "$cache" ! -uid "$(id -u)" -o ! -gid "$(id -g)")" ]
+  ci_job --host --state "$cache:/cache" -- sh -c 'cat /cache/data; echo from-2 >>/cache/data; rm -r /cache/d && echo removed; stat -c %u /cache/data'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *$'from-1\nremoved\n0'* ]]
+  [ "$(cat "$cache/data")" = $'from-1\nfrom-2' ]
+  # With the user's full range (pass 2) there is nothing to warn about.
+  if [ "${CM_ROOTLESS_SUBUID:-0}" = 1 ]; then
+    [[ "$output" != *"warning: --profile ci"* ]]
+  fi
+  nothing_left
+}
+
+@test "rootless ci without subordinate ids: a warning at start names the user, what it has, the 65536 ids a job needs and the lines to add; the job's root runs, a switch to another id fails as it says" {
+  [ "${CM_ROOTLESS_SUBUID:-0}" = 0 ] || skip "the pass without /etc/subuid ranges (pass 1)"
+  local me group
+  me=$(id -un)
+  group=$(id -gn)
+  ci_job --host -- sh -c 'id -u; setpriv --reuid 1000 --regid 1000 --clear-groups true 2>&1 || echo switch-failed'
+  [ "$status" -eq 0 ]
+  local first
+  first=$(head -n 1 <<<"$output")
+  # The warning comes first, before anything of the job's.
+  [[ "$first" == "codemode-run: warning: --profile ci as user $me (uid $(id -u)): /etc/subuid has no range for it, /etc/subgid has no range for it;"* ]]
+  [[ "$first" == *"a ci job maps its root and 65536 subordinate uids and gids"* ]]
+  [[ "$first" == *"this one gets only its root: su, sudo, setpriv or chown to any other id fail with EINVAL"* ]]
+  [[ "$first" == *"(fix: add \"$me:100000:65536\" to /etc/subuid and add \"$group:100000:65536\" to /etc/subgid)" ]]
+  # ... and the job: its root, and the switch failing as said.
+  [[ "$output" == *$'\n0\n'*"Invalid argument"*switch-failed* ]]
+  nothing_left
+  # codemode itself (the OCI runtime's --profile ci) says the same at create.
+  set_args true
+  run_cm --profile ci run -b "$BUNDLE" "$CID-cli"
+  [[ "$stderr" == *"codemode: warning: --profile ci as user $me (uid $(id -u)): /etc/subuid has no range for it"* ]]
+}
+
+@test "rootless ci with a smaller subordinate range: the warning names the range and the ids that then fail, and the fix replaces the line; ids inside the range still work" {
+  [ -n "${CM_ROOTLESS_SMALL_RANGE:-}" ] || skip "the pass with a small /etc/subuid range (tests/rootless/run.sh pass 2)"
+  local me group start=${CM_ROOTLESS_SMALL_RANGE%%:*} count=${CM_ROOTLESS_SMALL_RANGE##*:}
+  me=$(id -un)
+  group=$(id -gn)
+  ci_job --host -- sh -c "id -u; setpriv --reuid $count --regid $count --clear-groups id -u
+    setpriv --reuid $((count + 1)) --regid $((count + 1)) --clear-groups true 2>&1 || echo switch-failed"
+  [ "$status" -eq 0 ]
+  local first
+  first=$(head -n 1 <<<"$output")
+  [[ "$first" == "codemode-run: warning: --profile ci as user $me (uid $(id -u)): /etc/subuid gives it $start-$((start + count - 1)) ($count ids), /etc/subgid gives it $start-$((start + count - 1)) ($count ids);"* ]]
+  [[ "$first" == *"this one gets its ids 1-$count: su, sudo, setpriv or chown to ids $((count + 1))-65536 (nobody 65534 among them) fail with EINVAL"* ]]
+  [[ "$first" == *"(fix: replace its line in /etc/subuid with \"$me:$start:65536\" and replace its line in /etc/subgid with \"$group:$start:65536\")" ]]
+  # The last id of the range is mapped, the next is not.
+  [[ "$output" == *$'\n0\n'"$count"$'\n'*"Invalid argument"*switch-failed* ]]
+  nothing_left
 }

@@ -13,9 +13,10 @@
 #                          own, writable file)
 #   2 /etc/subuid ranges   rootless.bats again (newuidmap maps 65536 ids), ci.bats (ci jobs: a
 #                          bundle job; a --host C build as the job's root and as its uid 1000,
-#                          a subordinate id on the host), ci_nested.bats (nested podman load,
-#                          run and build; apt-get install in a Debian image copied for the
-#                          user), every rootfs-tools bundle maker
+#                          a subordinate id on the host; then "user:100000:1000": the warning
+#                          that the range is smaller than a ci job's), ci_nested.bats (nested
+#                          podman load, run and build; apt-get install in a Debian image copied
+#                          for the user), every rootfs-tools bundle maker
 #                          (tests/integration/rootfs_tools.bats), the real MCP SDK client
 #                          against @modelcontextprotocol/server-filesystem through codemode-run
 #                          --profile mcp (tests/mcp/run.sh, its non-Docker cases: 1-4 and learn
@@ -153,7 +154,9 @@ for pass in $passes; do
       run_bats "no subuid" "$here/features.bats"
       # A ci job (--profile ci) as the user: its bundle case only (the job's root is the user's
       # uid; its uid 1000 needs the subordinate range of pass 2).
-      run_bats "no subuid" "$here/ci.bats" -- "ephemeral bundle job"
+      # ci jobs as the user: the bundle case, a --state directory two jobs share, and the
+      # warning at start that the user has no subordinate ids (the job's root only).
+      run_bats "no subuid" "$here/ci.bats" -- "ephemeral bundle job|--state directory|without subordinate ids"
       run_bats "no subuid" "$repo/tests/security/mcp_escape.bats" "$repo/tests/security/mcp_exec.bats"
       # The other cases put an attacker into a container whose init still waits for `start`: a
       # rootless runtime cannot enter one (its init is closed to it until it execs, which is the
@@ -168,6 +171,12 @@ for pass in $passes; do
       run_bats "subuid" "$here/rootless.bats"
       # ci jobs as the user with its subordinate ranges: a build user of the job is one of them.
       run_bats "subuid" "$here/ci.bats"
+      # A range smaller than a ci job's 65536 ids: the warning names the ids that then fail.
+      echo "$user:100000:1000" >/etc/subuid
+      echo "$user:100000:1000" >/etc/subgid
+      CM_EXTRA_ENV="CM_ROOTLESS_SMALL_RANGE=100000:1000" run_bats "small subuid" "$here/ci.bats" -- "smaller subordinate range"
+      echo "$user:100000:65536" >/etc/subuid
+      echo "$user:100000:65536" >/etc/subgid
       # The heavier ci jobs as the user: nested podman, and apt-get in a Debian image whose
       # copy is the user's (ids shifted as the user's own unpack writes them: 0 -> the user,
       # N -> 100000+N-1), since an overlay copies up only files whose owner is mapped.
