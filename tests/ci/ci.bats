@@ -201,20 +201,20 @@ dropin_cgroups() { [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && echo ena
   chmod 0755 "$TEST_DIR"
   # Keys the job cannot use (no systemd, no journald in it), which the drop-in overrides, and one
   # it leaves alone.
-  printf '[engine]\ncgroup_manager = "systemd"\nevents_logger = "journald"\nruntime = "crun"\nnum_locks = 777\n' \
+  printf '[engine]\ncgroup_manager = "systemd"\nevents_logger = "journald"\nruntime = "crun"\nvolume_path = "/var/lib/containers/image-volumes"\n' \
     >"$TEST_DIR/podman-own/rootfs/etc/containers/containers.conf"
   status=0
   timeout 300 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --mount "$WS:/ws:rw" --cwd /ws \
     --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" "$TEST_DIR/podman-own" -- /bin/sh -c \
     'cat /proc/self/uid_map >uid_map; cat /etc/containers/containers.conf
-     podman info --format "locks={{.Host.FreeLocks}} manager={{.Host.CgroupManager}} events={{.Host.EventLogger}}"' \
+     podman info --format "volumes={{.Store.VolumePath}} manager={{.Host.CgroupManager}} events={{.Host.EventLogger}}"' \
     </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
   output=$(cat "$TEST_DIR/out")
   echo "# $output" >&3
   [ "$status" -eq 0 ]
-  [[ "$output" == *"num_locks = 777"* ]]
-  # The image's num_locks (777 free: nothing made yet) and the drop-in's manager and logger.
-  [[ "$output" == *"locks=777 manager=cgroupfs events=file"* ]]
+  [[ "$output" == *'cgroup_manager = "systemd"'* ]]
+  # The image's volume_path, and the drop-in's manager and logger over the image's.
+  [[ "$output" == *"volumes=/var/lib/containers/image-volumes manager=cgroupfs events=file"* ]]
   nothing_left "$(range_start)"
 }
 

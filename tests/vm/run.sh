@@ -123,6 +123,7 @@ add_module() {
   local m=${1//-/_} d
   [ -n "${MOD_DONE[$m]:-}" ] && return 0
   MOD_DONE[$m]=1
+  [ -n "${MOD_BUILTIN[$m]:-}" ] && return 0 # built into the kernel (virtio_pci in 6.12)
   [ -n "${MOD_PATH[$m]:-}" ] || { echo "tests/vm: module $m not found in $MODDIR" >&2; return 1; }
   # Newer Debian kernels ship modules xz-compressed, which busybox insmod cannot load.
   if [[ ${MOD_PATH[$m]} == *.xz ]]; then
@@ -136,10 +137,15 @@ add_module() {
 # prepare_kernel PACKAGE: KDIR, VMLINUZ and the initramfs ($WORK/initramfs.gz) for that kernel.
 prepare_kernel() {
   fetch_kernel "$1" || cannot "cannot get Debian's kernel (apt-get download ${1:-the linux-image-amd64 dependency} into $CACHE)"
-  unset MOD_PATH MOD_DONE
-  declare -gA MOD_PATH=() MOD_DONE=()
+  unset MOD_PATH MOD_DONE MOD_BUILTIN
+  declare -gA MOD_PATH=() MOD_DONE=() MOD_BUILTIN=()
   MOD_ORDER=()
   local f m
+  while IFS= read -r f; do
+    m=${f##*/}
+    m=${m%.ko}
+    MOD_BUILTIN[${m//-/_}]=1
+  done < <(cat "$MODDIR/modules.builtin" 2>/dev/null)
   while IFS= read -r f; do
     m=${f##*/}
     m=${m%.xz}
