@@ -18,6 +18,8 @@ JOBS=$CG/codemode
 echo "# kernel $(uname -r), controllers: $(cat $CG/cgroup.controllers)"
 
 mkdir -p "$CI_ROOT"
+# The guest's devtmpfs has no /dev/fd (bash's process substitution, the bundle maker need it).
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 cat >/run/cmvm-ci-img.json <<JSON
 {"format": "docker-archive", "images": [{"tag": "bb", "platforms": [{"arch": "amd64",
   "layers": [[{"from_dir": "$TEMPLATE/rootfs"}]], "config": {"Cmd": ["sh"]},
@@ -30,10 +32,22 @@ mount -t tmpfs -o mode=1777 tmpfs /tmp
 # The job's image: podman, crun and conmon with no containers.conf of their own; the test image
 # and the job's files in its /ws.
 B=$W/podman
-"$CMVM_REPO/tests/ci/make-podman-bundle.sh" --no-config "$B" >/dev/null 2>&1 || echo "# make-podman-bundle.sh failed"
-mkdir -p "$B/rootfs/ws"
-mv /run/cmvm-ci-img.tar "$B/rootfs/ws/img.tar"
-WS=$B/rootfs/ws
+"$CMVM_REPO/tests/ci/make-podman-bundle.sh" --no-config "$B" 2>&1 | tail -n 8 | sed "s/^/# make-podman-bundle: /"
+# A writable root of the job's own range must be an overlay or read-only: read-only, with the
+# workspace and a copy of the image's /etc/containers (where the profile's drop-in goes) bound
+# writable, owned by an unprivileged user (the profile refuses host root's), /run and /var/tmp
+# tmpfs for podman.
+WS=$W/ws
+mkdir -p "$WS"
+mv /run/cmvm-ci-img.tar "$WS/img.tar"
+cp -a "$B/rootfs/etc/containers" "$W/etc-containers"
+chown -R 65534:65534 "$WS" "$W/etc-containers"
+jq --arg ws "$WS" --arg etc "$W/etc-containers" '.root.readonly = true | .mounts += [
+    {destination: "/ws", type: "bind", source: $ws, options: ["rbind", "rw"]},
+    {destination: "/etc/containers", type: "bind", source: $etc, options: ["rbind", "rw"]},
+    {destination: "/run", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=755"]},
+    {destination: "/var/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777"]}]' \
+  "$B/config.json" >"$B/config.json.new" && mv "$B/config.json.new" "$B/config.json"
 CODEMODE_CI=$(dirname "$CODEMODE")/codemode-ci
 
 # owner FILE: its host uid.
@@ -45,7 +59,7 @@ owner() { stat -c %u "$1"; }
 ci_job() {
   local id=$1
   jq --arg s "$2" '.process.args = ["sh", "-c", $s] | .process.cwd = "/ws" | .process.terminal = false
-      | .process.env += ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"] | .root.readonly = false' \
+      | .process.env += ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]' \
     "$B/config.json" >"$B/config.json.new" && mv "$B/config.json.new" "$B/config.json"
   CI_STATUS=0
   timeout 900 "$CODEMODE_CI" --root "$CI_ROOT" run -b "$B" "$id" </dev/null 2>&1 | tee "$W/out-$id" |
