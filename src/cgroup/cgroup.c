@@ -430,7 +430,11 @@ int cgroup_add_process(struct cgroup *cg, pid_t pid, struct cm_error **err) {
   for (size_t i = 0; i < cg->n_v1; i++)
     if (cg_write(cg->v1[i].dir, "cgroup.procs", value, NULL, err) < 0)
       return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
-  if (cg->v2_dir != NULL && cg_write(cg->v2_dir, "cgroup.procs", value, NULL, err) < 0)
+  /* A delegated cgroup holds no process of its own (delegate.c): its leaf does. */
+  cleanup_free char *leaf = NULL;
+  if (cg->delegated && asprintf(&leaf, "%s/%s", cg->v2_dir, CGROUP_DELEGATE_LEAF) < 0)
+    abort();
+  if (cg->v2_dir != NULL && cg_write(leaf ? leaf : cg->v2_dir, "cgroup.procs", value, NULL, err) < 0)
     return cm_error_prefix(err, "cgroup: add process %d", (int)pid);
   return 0;
 }
@@ -614,10 +618,12 @@ out:
 }
 
 #define SYSTEMD_TAG "systemd-"
+#define DELEGATED_TAG "delegated-"
 
 char *cgroup_serialize(const struct cgroup *cg) {
   char *out = NULL;
-  if (asprintf(&out, "%s%s:%s", cg->systemd_unit ? SYSTEMD_TAG : "", mode_tag(cg->mode), cg->path) < 0)
+  if (asprintf(&out, "%s%s:%s", cg->systemd_unit ? SYSTEMD_TAG : cg->delegated ? DELEGATED_TAG : "",
+               mode_tag(cg->mode), cg->path) < 0)
     abort();
   return out;
 }
@@ -632,6 +638,9 @@ struct cgroup *cgroup_deserialize(const char *saved, struct cm_error **err) {
   bool systemd = strncmp(saved, SYSTEMD_TAG, strlen(SYSTEMD_TAG)) == 0;
   if (systemd)
     saved += strlen(SYSTEMD_TAG);
+  bool delegated = !systemd && strncmp(saved, DELEGATED_TAG, strlen(DELEGATED_TAG)) == 0;
+  if (delegated)
+    saved += strlen(DELEGATED_TAG);
   size_t tag_len = (size_t)(colon - saved);
   if (tag_len == 2 && strncmp(saved, "v2", 2) == 0)
     mode = CGROUP_MODE_UNIFIED;
@@ -660,6 +669,14 @@ struct cgroup *cgroup_deserialize(const char *saved, struct cm_error **err) {
     }
   }
   struct cgroup *cg = cgroup_open(mode, path, err);
+  if (cg != NULL && delegated) {
+    if (mode != CGROUP_MODE_UNIFIED) {
+      cgroup_free(cg);
+      cm_error_set(err, EINVAL, "cgroup: bad saved state \"%s\"", saved);
+      return NULL;
+    }
+    cg->delegated = true;
+  }
   if (cg != NULL && systemd) {
     /* The scope is the last component of its cgroup path. */
     const char *unit = strrchr(path, '/') + 1;
@@ -790,7 +807,13 @@ int cgroup_kill_all(struct cgroup *cg, int signo, struct cm_error **err) {
  * false leaves the rest (and any error) to the full way. */
 static bool remove_if_empty(struct cgroup *cg) {
   const char *primary = primary_dir(cg);
-  if (cg->systemd_unit != NULL || primary == NULL || rmdir(primary) < 0)
+  if (cg->systemd_unit != NULL || primary == NULL)
+    return false;
+  /* A delegated cgroup (delegate.c) always has its leaf. */
+  cleanup_free char *leaf = NULL;
+  if (cg->delegated && asprintf(&leaf, "%s/%s", cg->v2_dir, CGROUP_DELEGATE_LEAF) < 0)
+    abort();
+  if ((leaf != NULL && rmdir(leaf) < 0 && errno != ENOENT) || rmdir(primary) < 0)
     return false;
   bool all = true;
   for (size_t i = 0; i < cg->n_v1; i++)

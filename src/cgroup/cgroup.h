@@ -65,6 +65,27 @@ int cgroup_refuse_frozen(const struct cgroup *cg, struct cm_error **err);
  * it (".."). Use it with cgroup_open_for_clone / cgroup_enter, then cgroup_free. */
 int cgroup_open_sub(const struct cgroup *cg, char *const *specs, size_t n, struct cgroup **out,
                     struct cm_error **err);
+/* Delegation (delegate.c, the ci profile): the container's cgroup given to its root uid:gid as
+ * systemd delegates — the directory and its cgroup.procs, cgroup.threads and
+ * cgroup.subtree_control, never its limit files — and a leaf CGROUP_DELEGATE_LEAF wholly the
+ * container's. Call between cgroup_create* and the first
+ * process, which enters the cgroup itself (cgroup_open_for_clone / cgroup_enter), makes its
+ * cgroup namespace there and then moves into the leaf (cgroup_enter_leaf_self). 1 delegated, 0
+ * not possible here (not a pure cgroup v2 host, the systemd driver), -1 on error. */
+#define CGROUP_DELEGATE_LEAF "job"
+int cgroup_delegate(struct cgroup *cg, uid_t uid, gid_t gid, struct cm_error **err);
+/* Once the first process is in the leaf: every controller the cgroup has handed down to the
+ * job's sub-cgroups (cgroup.subtree_control). Nothing when not delegated. */
+int cgroup_delegate_controllers(struct cgroup *cg, struct cm_error **err);
+bool cgroup_is_delegated(const struct cgroup *cg);
+/* An fd of the leaf's cgroup.procs, opened by the runtime (whose credentials and cgroup
+ * namespace the kernel checks a write against): the first process writes "0" to it once it has
+ * made its cgroup namespace. */
+int cgroup_open_leaf_procs(const struct cgroup *cg, struct cm_error **err);
+/* In the child: write "0" to the fd, close it. */
+int cgroup_enter_leaf_self(int procs_fd, struct cm_error **err);
+/* The leaf as a cgroup of its own, for exec to place its process in (cgroup_free it). */
+int cgroup_open_leaf(const struct cgroup *cg, struct cgroup **out, struct cm_error **err);
 /* A string to keep in the state file, and the way back from it. */
 char *cgroup_serialize(const struct cgroup *cg);
 struct cgroup *cgroup_deserialize(const char *saved, struct cm_error **err);

@@ -49,6 +49,9 @@ struct cgroup {
   bool v2_cloned_into;
   /* The first process wrote itself into every v1 hierarchy's `tasks` (cgroup_self_attach_v1). */
   bool v1_self_attached;
+  /* cgroup_delegate: the directory belongs to the container's root (delegate.c); processes
+   * added after the first go to its leaf. Saved in the state ("delegated-v2:/path"). */
+  bool delegated;
   const struct spec_linux *systemd_linux;
 };
 
@@ -76,6 +79,9 @@ struct cgroup_v1_hierarchy *cg_v1_find(const struct cgroup *cg, const char *cont
 /* --- v2 (v2.c) --- */
 /* Enable every available controller in cgroup.subtree_control of each ancestor of path. */
 int cg_v2_enable_controllers(const char *mount, const char *path, struct cm_error **err);
+/* Enable in dir's cgroup.subtree_control every controller dir has (those the kernel refuses
+ * left out, with a debug line). */
+int cg_v2_enable_subtree(const char *dir, struct cm_error **err);
 int cg_v2_freeze(const char *dir, bool frozen, struct cm_error **err);
 int cg_v2_is_frozen(const char *dir, struct cm_error **err);
 /* cgroup.events "frozen": 1 when dir is frozen by itself or by an ancestor (a new child of a

@@ -38,7 +38,7 @@ bool cg_v2_has_controller(const char *dir, const char *controller) {
  * kernel refuses one (e.g. cpu while a realtime thread sits there), enable them one by one and
  * leave out the ones it refuses: a missing controller surfaces later as an error naming the field
  * that needs it. */
-static int enable_in(const char *dir, struct cm_error **err) {
+int cg_v2_enable_subtree(const char *dir, struct cm_error **err) {
   cleanup_free char *available = cg_read(dir, "cgroup.controllers", err);
   if (available == NULL)
     return -1;
@@ -90,7 +90,7 @@ int cg_v2_enable_controllers(const char *mount, const char *path, struct cm_erro
   char *last = strrchr(copy, '/');
   if (last != NULL)
     *last = '\0';
-  if (enable_in(dir, err) < 0)
+  if (cg_v2_enable_subtree(dir, err) < 0)
     return -1;
   char *save = NULL;
   for (char *comp = strtok_r(copy, "/", &save); comp != NULL; comp = strtok_r(NULL, "/", &save)) {
@@ -99,7 +99,7 @@ int cg_v2_enable_controllers(const char *mount, const char *path, struct cm_erro
       abort();
     free(dir);
     dir = next;
-    if (enable_in(dir, err) < 0)
+    if (cg_v2_enable_subtree(dir, err) < 0)
       return -1;
   }
   return 0;

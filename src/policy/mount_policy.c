@@ -71,6 +71,11 @@ static bool force_option(struct spec_mount *m, const char *opt, const char *oppo
   return changed;
 }
 
+void policy_mount_force_option(struct spec_mount *m, const char *opt, const char *opposite) {
+  if (force_option(m, opt, opposite))
+    spec_mount_decode_options(m);
+}
+
 static bool is_bind(const struct spec_mount *m) {
   return (m->type && strcmp(m->type, "bind") == 0) || (m->flags & MS_BIND);
 }

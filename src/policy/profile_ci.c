@@ -12,11 +12,14 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "policy/profile_rules.h"
 #include "policy/seccomp_profile.h"
 #include "spec/json_util.h"
 #include "util/cleanup.h"
+#include "util/host_root.h"
 
 #define CI_MEMORY_LIMIT (4LL * 1024 * 1024 * 1024)
 #define CI_PIDS_LIMIT 4096
@@ -162,8 +165,17 @@ int policy_ci_load_seccomp(uint64_t bounding, struct spec_seccomp *out, struct c
   return seccomp_profile_load("ci", &target, out, err);
 }
 
+/* The runtime can give the job its cgroup subtree (cgroup/delegate.c): cgroup2 at
+ * /sys/fs/cgroup (a v1 or hybrid host keeps its controllers in v1, which has no safe delegation)
+ * and a root runtime (only it can give a directory to the job's range). */
+static bool ci_cgroup_delegation_possible(void) {
+  struct statfs st;
+  return cm_host_root() && statfs("/sys/fs/cgroup", &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC;
+}
+
 /* Mounts: the shared allow-list, and what a build and a nested runtime need. */
-static int ci_mounts(struct spec *s, const char *bundle, struct policy_report *r, struct cm_error **err) {
+static int ci_mounts(struct spec *s, const char *bundle, bool delegation, struct policy_report *r,
+                     struct cm_error **err) {
   if (policy_tighten_mounts(s, bundle, CI_TMPFS_SIZE, r, err) < 0)
     return -1;
   for (size_t i = 0; i < s->n_mounts; i++) {
@@ -179,11 +191,24 @@ static int ci_mounts(struct spec *s, const char *bundle, struct policy_report *r
     }
     /* crun refuses a hybrid v1+v2 tree at /sys/fs/cgroup: the job sees the unified hierarchy
      * alone (on a v2 host the same thing), a view every nested runtime accepts. */
-    if (m->type && strcmp(m->type, "cgroup") == 0 && strcmp(m->destination, "/sys/fs/cgroup") == 0) {
+    bool cgroupfs = m->type && (strcmp(m->type, "cgroup") == 0 || strcmp(m->type, "cgroup2") == 0);
+    if (cgroupfs && strcmp(m->type, "cgroup") == 0 && strcmp(m->destination, "/sys/fs/cgroup") == 0) {
       free(m->type);
       m->type = xstrdup("cgroup2");
       policy_report_add(r, "mounts[%zu] /sys/fs/cgroup: cgroup2 only (never the hybrid tree, which nested crun "
                            "refuses)",
+                        i);
+    }
+    /* Where the job's cgroup is delegated to it, nested runtimes write there: read-write. The
+     * mount is rooted at the job's cgroup (its own cgroup namespace), and what it may write is
+     * what the kernel lets the job's root write, which cgroup/delegate.c decides by ownership:
+     * the delegated files, never the limits. Should the runtime not delegate after all (the
+     * systemd driver, --cgroup-manager disabled), every file there is host root's, at an id the
+     * job does not map: rw then reaches nothing. */
+    if (cgroupfs && strcmp(m->destination, "/sys/fs/cgroup") == 0 && delegation) {
+      policy_mount_force_option(m, "rw", "ro");
+      policy_report_add(r, "mounts[%zu] /sys/fs/cgroup: read-write (the job's cgroup is delegated to its root: "
+                           "sub-cgroups of its own, never its own limits)",
                         i);
     }
   }
@@ -226,10 +251,18 @@ int policy_ci_apply(struct spec *s, const char *bundle, struct policy_result *ou
   if (s->process == NULL)
     return cm_error_set(err, 0, "config.json: .process: missing");
   policy_sys_bind_to_sysfs(s, r);
+  bool delegation = ci_cgroup_delegation_possible();
   if (policy_tighten_namespaces(s, "ci", r, err) < 0 || policy_tighten_userns(s, CI_RANGE_SLOTS, r, err) < 0 ||
       policy_check_joined_mount_ns(s, err) < 0 ||
-      ci_mounts(s, bundle, r, err) < 0)
+      ci_mounts(s, bundle, delegation, r, err) < 0)
     return -1;
+  /* Nested podman and buildah: the runtime delegates the job's cgroup where it can and tells
+   * them what they got (containers.conf drop-in). */
+  s->hardening.nested_containers = true;
+  policy_report_add(r, delegation ? "cgroup: the job's cgroup v2 subtree is delegated to its root (nested containers "
+                                    "get cgroups and limits of their own inside the job's)"
+                                  : "cgroup: not delegated (no cgroup v2 host, or not root): nested containers run "
+                                    "with cgroups disabled, inside the job's");
   s->has_linux = true;
   policy_ci_tighten_process(s->process, r);
   policy_add_paths(&s->linux_.masked_paths, spec_default_masked_paths, "maskedPaths", r);

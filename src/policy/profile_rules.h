@@ -40,6 +40,8 @@ void policy_sys_bind_to_sysfs(struct spec *s, struct policy_report *r);
  * naming it and its owner (profile_isolation.c). */
 int policy_check_joined_mount_ns(const struct spec *s, struct cm_error **err);
 bool policy_has_mount_at(const struct spec *s, const char *dest);
+/* Add mount option opt unless present, removing its opposite ("rw" for "ro"); flags re-decoded. */
+void policy_mount_force_option(struct spec_mount *m, const char *opt, const char *opposite);
 void policy_add_tmpfs(struct spec *s, const char *dest, const char *const *options, struct policy_report *r);
 void policy_add_paths(struct spec_strv *v, const char *const *paths, const char *what, struct policy_report *r);
 int policy_tighten_devices(struct spec_linux *l, struct policy_report *r, struct cm_error **err);

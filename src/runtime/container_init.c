@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup.h"
 #include "linux/console.h"
 #include "linux/egress_sockets.h"
 #include "linux/exec_trampoline.h"
@@ -197,6 +198,10 @@ void container_stage1(const struct init_config *c) {
     cm_error_set(&err, errno, "unshare namespaces (flags 0x%x)", flags);
     fail(c->sync_fd, err);
   }
+  /* A delegated cgroup: our cgroup namespace is rooted at it now; init and all it starts live in
+   * its leaf, so the job can hand controllers down (no internal processes). */
+  if (c->cgroup_leaf_fd >= 0 && cgroup_enter_leaf_self(c->cgroup_leaf_fd, &err) < 0)
+    fail(c->sync_fd, err);
   /* The namespace's root may not reach every bind source: the runtime opens them for us, in our
    * new mount namespace, with its own credentials (rootfs.h). Init inherits the fds. Not the
    * binds the runtime premounted; not rootless, where we are the caller and reach what it does
@@ -502,6 +507,9 @@ static void container_init(const struct init_config *c, bool oom_set) {
       }
     }
   }
+  /* Into the job's writable root, before root.readonly applies. */
+  if (s->hardening.nested_containers && containers_dropin_write(c->cgroup_delegated, &err) < 0)
+    fail(sync_fd, err);
   /* sysctls go in before /proc/sys is made read-only by readonlyPaths. */
   if (s->linux_.sysctl.count && sysctl_apply(&s->linux_.sysctl, &err) < 0)
     fail(sync_fd, err);

@@ -59,7 +59,16 @@ struct init_config {
   bool premounts;
   /* Filled by stage1 with what it received, for init. */
   const struct rootfs_premounts *pre;
+  /* The container's cgroup is delegated to its root (cgroup_delegate): stage1, once it has made
+   * the cgroup namespace (rooted at the delegated cgroup), writes itself into the leaf through
+   * this fd (the leaf's cgroup.procs, opened by the runtime) and closes it; -1 otherwise. */
+  int cgroup_leaf_fd;
+  bool cgroup_delegated;
 };
+
+/* spec.hardening.nested_containers: the containers.conf drop-in for podman and buildah in the
+ * container (runtime/containers_dropin.c), after pivot_root; cgroups enabled when delegated. */
+int containers_dropin_write(bool cgroups, struct cm_error **err);
 
 /* Shared with exec (runtime/exec_process.c), both run inside the container's root:
  * args[0] resolved against the process's PATH (a clear error when missing), and the env with

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <yajl/yajl_gen.h>
 
+#include "cgroup/cgroup.h"
 #include "linux/console.h"
 #include "linux/namespaces.h"
 #include "linux/seccomp.h"
@@ -181,6 +182,31 @@ struct create_run {
   struct userns_setup userns;
   char *state_dir; /* absolute */
 };
+
+/* The host id container id 0 maps to; false when it is not mapped. */
+static bool root_host_id(const struct spec_id_mapping *m, size_t n, uint32_t *out) {
+  for (size_t i = 0; i < n; i++)
+    if (m[i].container_id == 0 && m[i].size > 0) {
+      *out = m[i].host_id;
+      return true;
+    }
+  return false;
+}
+
+/* The ci profile (spec.hardening.nested_containers): the container's cgroup v2 subtree given to
+ * its root (cgroup/delegate.c), whose host ids its own range holds. Only a root runtime can give
+ * a directory to another uid, and the job's view is rooted at the cgroup only through the cgroup
+ * namespace stage1 makes there. 1 delegated, 0 not, -1 on error. */
+static int delegate_cgroup(struct create_run *r, struct cm_error **err) {
+  const struct spec *s = r->spec;
+  uint32_t uid, gid;
+  if (!s->hardening.nested_containers || r->cgroup == NULL || !cm_host_root() || !spec_ns_is_new(s, SPEC_NS_USER) ||
+      !spec_ns_is_new(s, SPEC_NS_CGROUP) ||
+      !root_host_id(s->linux_.uid_mappings, s->linux_.n_uid_mappings, &uid) ||
+      !root_host_id(s->linux_.gid_mappings, s->linux_.n_gid_mappings, &gid) || uid == 0 || gid == 0)
+    return 0;
+  return cgroup_delegate(r->cgroup, (uid_t)uid, (gid_t)gid, err);
+}
 
 /* CODEMODE_TEST_PAUSE_AT=<point>: tests/integration/crash_recovery.bats stops create here
  * (SIGSTOP) to SIGKILL it at a known step. Points: state-dir, cgroup, fork, ready, state.
@@ -402,6 +428,10 @@ static int drive_child(struct create_run *r, struct cm_error **err) {
       r->init = (pid_t)m.value;
       waitpid(r->stage1, NULL, 0);
       r->stage1 = 0;
+      /* stage1 moved itself into a delegated cgroup's leaf before it cloned init: the cgroup
+       * holds no process now, and can hand its controllers down. */
+      if (r->cgroup && cgroup_delegate_controllers(r->cgroup, err) < 0)
+        return -1;
       r->st.pid = r->init;
       if (record_progress(r, r->init, err) < 0)
         return -1;
@@ -668,6 +698,9 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   if (ctx->cgroup_manager != CGROUP_MANAGER_DISABLED &&
       cgroup_create_without_resources(opts->id, &s->linux_, ctx->cgroup_manager, &r.cgroup, err) < 0)
     goto fail;
+  int delegated = delegate_cgroup(&r, err);
+  if (delegated < 0)
+    goto fail;
   if (r.cgroup)
     r.st.cgroup = cgroup_serialize(r.cgroup);
   cm_debug("cgroup: %s", r.cgroup ? cgroup_path(r.cgroup) : "none (--cgroup-manager disabled)");
@@ -683,9 +716,15 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   int cgroup_fd = r.cgroup ? cgroup_open_for_clone(r.cgroup) : -1;
   int v1_tasks[16];
   int n_v1_tasks = r.cgroup ? cgroup_open_v1_tasks(r.cgroup, v1_tasks, 16, err) : 0;
-  if (n_v1_tasks < 0) {
+  /* Not inherited by init: stage1 writes and closes it before it clones init. */
+  int leaf_fd = delegated && n_v1_tasks >= 0 ? cgroup_open_leaf_procs(r.cgroup, err) : -1;
+  if (leaf_fd >= 0)
+    leaf_fd = fd_move_above(leaf_fd, min_fd, err);
+  if (n_v1_tasks < 0 || (delegated && leaf_fd < 0)) {
     if (cgroup_fd >= 0)
       close(cgroup_fd);
+    for (int i = 0; i < n_v1_tasks; i++)
+      close(v1_tasks[i]);
     goto fail;
   }
   bool in_cgroup = false;
@@ -694,8 +733,12 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
   pid_t child = clone_child((unsigned long)ns_flags, cgroup_fd, &in_cgroup);
   if (child > 0 && n_v1_tasks > 0)
     cgroup_mark_v1_self_attached(r.cgroup);
-  /* The broker is born where init was (egress_broker_spawn): the parent keeps these until then. */
-  bool keep_for_broker = child > 0 && opts->egress && r.broker.pid < 0 && in_cgroup;
+  if (child != 0 && leaf_fd >= 0)
+    close(leaf_fd);
+  /* The broker is born where init was (egress_broker_spawn): the parent keeps these until then.
+   * Not into a delegated cgroup, which holds no process once its controllers are handed down:
+   * that broker is moved into the leaf (place_broker). */
+  bool keep_for_broker = child > 0 && opts->egress && r.broker.pid < 0 && in_cgroup && leaf_fd < 0;
   if (child != 0 && n_v1_tasks > 0 && !keep_for_broker)
     for (int i = 0; i < n_v1_tasks; i++)
       close(v1_tasks[i]);
@@ -763,9 +806,16 @@ int runtime_create(const struct runtime_context *ctx, const struct create_option
         .n_egress_tcp_ports = opts->egress ? opts->egress->n_tcp_ports : 0,
         .userns = &r.userns.plan,
         .premounts = r.userns.premounts,
+        .cgroup_leaf_fd = leaf_fd,
+        .cgroup_delegated = leaf_fd >= 0,
     };
-    if (direct)
+    /* Never both: delegation needs a user namespace, which needs stage1. */
+    if (direct) {
+      if (leaf_fd >= 0)
+        close(leaf_fd);
+      ic.cgroup_leaf_fd = -1;
       container_init_direct(&ic);
+    }
     container_stage1(&ic);
   }
   close(child_sock);

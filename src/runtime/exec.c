@@ -364,6 +364,11 @@ static int exec_start(const struct runtime_context *ctx, const struct exec_optio
       goto out;
     }
   }
+  /* A delegated cgroup holds no process of its own (cgroup/delegate.c): its leaf, where init is. */
+  if (sub == NULL && c.cgroup != NULL && cgroup_is_delegated(c.cgroup) && cgroup_open_leaf(c.cgroup, &sub, err) < 0) {
+    cm_error_prefix(err, "exec: the delegated cgroup's leaf");
+    goto out;
+  }
   /* The cgroup the process joins: the container's, or the sub-cgroup --cgroup names. */
   struct cgroup *target = sub ? sub : c.cgroup;
   s = load_kept_config(c.dirfd, err);

@@ -352,6 +352,10 @@ struct spec_hardening {
    * (runtime/userns_setup.c), in bytes; 0: 256 MiB. Its pages are charged to the container's
    * memory cgroup. */
   uint64_t root_upper_size;
+  /* The ci profile: the container runs containers of its own. The runtime delegates its cgroup
+   * v2 subtree to the container's root where it can (cgroup/delegate.c), and init writes the
+   * containers.conf drop-in that tells podman what it can (runtime/containers_dropin.c). */
+  bool nested_containers;
 };
 
 struct spec {

@@ -207,15 +207,18 @@ int run_host_root(struct spec *s, size_t first_user_mount, bool overlay_root, st
 
 /* --profile ci --host: the host's podman, buildah and crun find a configuration that works in a
  * job (nothing of the host's /etc/containers is taken: its registries' credentials and mirrors
- * are the host's). cgroups disabled: the job's cgroup is the host's to manage, read-only to the
- * job, and every nested container stays within its limits; storage on the job's
- * /var/lib/containers tmpfs (policy/profile_ci.c), where native overlay works in a user
- * namespace; local images (podman load) accepted without a signature, as Debian's default. */
+ * are the host's). Whether nested containers get cgroups is not said here: only the runtime
+ * knows whether it delegated the job's cgroup (cgroup/delegate.c), and its drop-in
+ * containers.conf.d/zz-codemode-ci.conf (runtime/containers_dropin.c, written into this same
+ * /etc/containers when the job starts) says "enabled" exactly then, "disabled" otherwise: the
+ * job's cgroup is then the host's, read-only to the job, and every nested container stays
+ * within its limits. Storage on the job's /var/lib/containers tmpfs (policy/profile_ci.c),
+ * where native overlay works in a user namespace; local images (podman load) accepted without a
+ * signature, as Debian's default. */
 static const struct {
   const char *name, *text;
 } ci_containers_files[] = {
-    {"containers.conf", "# made by codemode-run --profile ci --host\n"
-                        "[containers]\ncgroups = \"disabled\"\n\n"
+    {"containers.conf", "# made by codemode-run --profile ci --host; cgroups: containers.conf.d/zz-codemode-ci.conf\n"
                         "[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nruntime = \"crun\"\n"},
     {"storage.conf", "# made by codemode-run --profile ci --host\n"
                      "[storage]\ndriver = \"overlay\"\nrunroot = \"/run/containers/storage\"\n"

@@ -228,6 +228,54 @@ job() {
   nothing_left "$(range_start)"
 }
 
+# What the profile's containers.conf.d drop-in (src/runtime/containers_dropin.c) must say here:
+# cgroups only where the runtime delegates the job's cgroup (a cgroup v2 host, as root).
+dropin_cgroups() { [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && echo enabled || echo disabled; }
+
+@test "ci: podman inside an image with no containers.conf or storage.conf of its own: the profile's drop-in is enough" {
+  "$CM_REPO/tests/ci/make-podman-bundle.sh" --no-config "$TEST_DIR/podman-bare"
+  chmod 0755 "$TEST_DIR"
+  [ ! -e "$TEST_DIR/podman-bare/rootfs/etc/containers/containers.conf" ]
+  [ -z "$(find "$TEST_DIR/podman-bare/rootfs" -name 'containers.conf*' -o -name storage.conf)" ]
+  status=0
+  timeout 300 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --mount "$WS:/ws:rw" --cwd /ws \
+    --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" "$TEST_DIR/podman-bare" -- /bin/sh -c \
+    'cat /proc/self/uid_map >uid_map; cat /etc/containers/containers.conf.d/zz-codemode-ci.conf
+     podman load -q -i img.tar && podman run --rm --network none localhost/test/bb:latest echo nested-no-config' \
+    </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# $output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *nested-no-config* ]]
+  [[ "$output" == *"cgroups = \"$(dropin_cgroups)\""* ]]
+  [[ "$output" == *'cgroup_manager = "cgroupfs"'* ]]
+  # Written in the job's throwaway layer: the image is as it was.
+  [ ! -e "$TEST_DIR/podman-bare/rootfs/etc/containers/containers.conf.d" ]
+  nothing_left "$(range_start)"
+}
+
+@test "ci: an image's own containers.conf is kept; the drop-in changes only its keys" {
+  "$CM_REPO/tests/ci/make-podman-bundle.sh" "$TEST_DIR/podman-own"
+  chmod 0755 "$TEST_DIR"
+  # Keys the job cannot use (no systemd, no journald in it), which the drop-in overrides, and one
+  # it leaves alone.
+  printf '[engine]\ncgroup_manager = "systemd"\nevents_logger = "journald"\nruntime = "crun"\nvolume_path = "/var/lib/containers/image-volumes"\n' \
+    >"$TEST_DIR/podman-own/rootfs/etc/containers/containers.conf"
+  status=0
+  timeout 300 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci --mount "$WS:/ws:rw" --cwd /ws \
+    --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" "$TEST_DIR/podman-own" -- /bin/sh -c \
+    'cat /proc/self/uid_map >uid_map; cat /etc/containers/containers.conf
+     podman info --format "volumes={{.Store.VolumePath}} manager={{.Host.CgroupManager}} events={{.Host.EventLogger}}"' \
+    </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
+  output=$(cat "$TEST_DIR/out")
+  echo "# $output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *'cgroup_manager = "systemd"'* ]]
+  # The image's volume_path, and the drop-in's manager and logger over the image's.
+  [[ "$output" == *"volumes=/var/lib/containers/image-volumes manager=cgroupfs events=file"* ]]
+  nothing_left "$(range_start)"
+}
+
 @test "ci: apt-get install in a Debian 12 image (sudo, from a local repository), then sudo and su to a normal user" {
   local work=$CM_REPO/tests/ci/.work
   [ -x "$work/debian/usr/bin/apt-get" ] && [ -s "$work/repo/Packages" ] || "$CM_REPO/tests/ci/deps.sh" >&2

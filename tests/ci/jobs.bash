@@ -3,8 +3,9 @@
 # test token of tests/lib/helpers.bash; the job writes its uid_map to $WS/uid_map.
 
 # range_processes START: host pids whose uid is in the job's 1048576-id range from START and that
-# are the job's: in its cgroup (named after its id; nested containers run with cgroups disabled,
-# so they stay there) or carrying its token. Once the job is gone its range is free, and another
+# are the job's: in its cgroup or below it (named after its id; nested containers run there with
+# cgroups disabled, or in sub-cgroups of it where the job's cgroup is delegated) or carrying its
+# token. Once the job is gone its range is free, and another
 # container on this machine (another suite's) may hold it by then: its processes are not ours.
 range_processes() {
   local f uid

@@ -57,16 +57,19 @@ teardown() { dockerd_case_teardown; }
   [ "$(stat -c %u "$HOST_DIR/s")" = 65534 ]
 }
 
-# An image with podman in it, as a CI image would ship one: the host's podman, crun and conmon
-# with their libraries and the image's own /etc/containers (tests/ci/make-podman-bundle.sh),
+# An image with podman in it: the host's podman, crun and conmon with their libraries and, of
+# /etc/containers, only what Debian's containers-common ships there (policy.json): no
+# containers.conf or storage.conf (tests/ci/make-podman-bundle.sh --no-config), so podman works
+# from its defaults and the profile's containers.conf.d drop-in alone,
 # imported with `docker import`, a busybox image as `docker save` writes it at /img.tar for the
 # nested podman to load (no registry: the job has no network; one history entry for its one
 # layer, which podman build counts) and a Containerfile with a RUN step in /src.
 podman_image() {
-  dk image inspect cm-podman >/dev/null 2>&1 && return 0
+  dk image inspect cm-podman-bare >/dev/null 2>&1 && return 0
   local b=$DK_DIR/podman-bundle bb=$DK_DIR/nested-bb
   rm -rf "$b" "$bb"
-  "$CM_REPO/tests/ci/make-podman-bundle.sh" "$b" >/dev/null 2>&1
+  "$CM_REPO/tests/ci/make-podman-bundle.sh" --no-config "$b" >/dev/null 2>&1
+  [ -z "$(find "$b/rootfs" -name 'containers.conf*' -o -name storage.conf)" ] || return 1
   env -u CODEMODE "$CM_REPO/rootfs-tools/make-busybox-bundle.sh" "$bb" >/dev/null 2>&1
   jq -n --arg d "$bb/rootfs" '{format: "docker-archive", images: [{tag: "bb", platforms: [{arch: "amd64",
     layers: [[{from_dir: $d}]], config: {Cmd: ["sh"]},
@@ -75,16 +78,17 @@ podman_image() {
   mkdir "$b/rootfs/src"
   printf 'FROM localhost/test/bb:latest\nRUN echo built-in-docker >/built\nCMD ["cat", "/built"]\n' \
     >"$b/rootfs/src/Containerfile"
-  tar -C "$b/rootfs" -c . | dk import -c 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' - cm-podman >/dev/null
+  tar -C "$b/rootfs" -c . | dk import -c 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' - cm-podman-bare >/dev/null
   rm -rf "$b" "$bb" "$DK_DIR/nested-bb.json"
 }
 
-@test "docker --profile=ci: podman inside the image loads, runs and builds (a RUN step), without --privileged" {
+@test "docker --profile=ci: podman inside an image with no containers.conf loads, runs and builds (a RUN step), without --privileged" {
   command -v podman >/dev/null && command -v crun >/dev/null && command -v conmon >/dev/null ||
     skip "no host podman, crun and conmon to put in the image (tests/ci/deps.sh)"
   podman_image
-  run dk run --rm --runtime=codemode-args --network none cm-podman sh -c \
-    'podman load -q -i /img.tar &&
+  run dk run --rm --runtime=codemode-args --network none cm-podman-bare sh -c \
+    'cat /etc/containers/containers.conf.d/zz-codemode-ci.conf; ls /etc/containers;
+     podman load -q -i /img.tar &&
      podman run --rm --network none localhost/test/bb:latest sh -c "cat /proc/self/uid_map; echo nested-ok" &&
      podman build -q -t localhost/built -f /src/Containerfile /src >/dev/null &&
      podman run --rm --network none localhost/built'
@@ -92,6 +96,12 @@ podman_image() {
   [ "$status" -eq 0 ]
   [[ "$output" == *nested-ok* ]]
   [[ "$output" == *built-in-docker* ]]
+  # The drop-in the profile wrote, in the job's throwaway layer: cgroups only where the job's
+  # cgroup is delegated (a cgroup v2 host).
+  local want=disabled
+  [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && want=enabled
+  [[ "$output" == *"cgroups = \"$want\""* ]]
+  [[ "$output" != *"containers.conf"$'\n'* ]] # `ls /etc/containers`: the drop-in dir and policy.json only
   # The nested container's root is the job's root: a host id of the job's range, never host root.
   local u
   read -r _ u _ < <(grep -E '^ +0 ' <<<"$output")

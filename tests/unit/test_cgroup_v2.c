@@ -485,6 +485,108 @@ static int enter_unified_view(void) {
   return statfs(ROOT, &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC ? 0 : -1;
 }
 
+/* The ci profile's delegation (delegate.c): the directory and cgroup.procs, cgroup.threads and
+ * cgroup.subtree_control to the job's root, its limits host root's; the leaf wholly the job's;
+ * the state keeps it; exec joins the leaf; destroy kills and removes what the job made below. */
+static void test_delegate(void **state) {
+  char *path = test_cgroup_name();
+  struct spec_linux l = {0};
+  struct cgroup *cg = create_or_fail(path, &l);
+  struct cm_error *err = NULL;
+  assert_int_equal(cgroup_delegate(cg, 100000, 100001, &err), 1);
+  static const char *const mine[] = {"", "/cgroup.procs", "/cgroup.threads", "/cgroup.subtree_control", "/job",
+                                     "/job/cgroup.procs", "/job/cgroup.subtree_control", NULL};
+  for (size_t i = 0; mine[i]; i++) {
+    char f[256];
+    struct stat st;
+    snprintf(f, sizeof(f), ROOT "%s%s", path, mine[i]);
+    assert_int_equal(stat(f, &st), 0);
+    if (st.st_uid != 100000 || st.st_gid != 100001)
+      fail_msg("%s: owner %u:%u, want 100000:100001", f, (unsigned)st.st_uid, (unsigned)st.st_gid);
+  }
+  static const char *const hosts[] = {"/cgroup.max.depth", "/cgroup.max.descendants", "/cgroup.freeze",
+                                      "/cgroup.type", "/memory.max", "/pids.max", "/cpu.max", NULL};
+  for (size_t i = 0; hosts[i]; i++) {
+    char f[256];
+    struct stat st;
+    snprintf(f, sizeof(f), ROOT "%s%s", path, hosts[i]);
+    if (stat(f, &st) < 0)
+      continue; /* a controller this hierarchy lacks */
+    if (st.st_uid != 0 || st.st_gid != 0)
+      fail_msg("%s: owner %u:%u, want host root's", f, (unsigned)st.st_uid, (unsigned)st.st_gid);
+  }
+  assert_file(path, "cgroup.max.depth", "16");
+  assert_file(path, "cgroup.max.descendants", "1024");
+  char *saved = cgroup_serialize(cg);
+  assert_int_equal(strncmp(saved, "delegated-v2:", 13), 0);
+  struct cgroup *again = cgroup_deserialize(saved, &err);
+  assert_non_null(again);
+  assert_true(cgroup_is_delegated(again));
+  free(saved);
+  cgroup_free(cg);
+
+  /* The first process moves itself into the leaf (stage1 does it through this fd). */
+  int procs = cgroup_open_leaf_procs(again, &err);
+  assert_true(procs >= 0);
+  fflush(stdout);
+  pid_t first = fork();
+  if (first == 0) {
+    if (cgroup_enter_leaf_self(procs, NULL) < 0)
+      _exit(1);
+    for (;;)
+      pause();
+  }
+  tracked_children[n_tracked_children++] = first;
+  close(procs);
+  char *want = NULL;
+  assert_true(asprintf(&want, "0::%s/job\n", path) > 0);
+  for (int i = 0; i < 100; i++) {
+    char *own = read_text("/proc/%d/cgroup", (int)first);
+    bool there = own && strstr(own, want) != NULL;
+    free(own);
+    if (there)
+      break;
+    usleep(10000);
+  }
+  char *own = read_text("/proc/%d/cgroup", (int)first);
+  assert_non_null(strstr(own, want));
+  free(own);
+  /* Then the controllers go down, and a cgroup of the job's own takes a process. */
+  ASSERT_OK(cgroup_delegate_controllers(again, &err));
+  char *available = read_text(ROOT "%s/cgroup.controllers", path);
+  char *handed = read_text(ROOT "%s/cgroup.subtree_control", path);
+  assert_string_equal(available, handed);
+  free(available);
+  free(handed);
+  char sub[256];
+  snprintf(sub, sizeof(sub), ROOT "%s/own", path);
+  assert_int_equal(mkdir(sub, 0755), 0);
+  strcat(sub, "/deeper");
+  assert_int_equal(mkdir(sub, 0755), 0);
+  pid_t nested = spawn_sleeper();
+  char pid_text[32];
+  snprintf(pid_text, sizeof(pid_text), "%d", (int)nested);
+  FILE *f = fopen(strcat(sub, "/cgroup.procs"), "we");
+  assert_non_null(f);
+  fputs(pid_text, f);
+  assert_int_equal(fclose(f), 0);
+  /* exec's process: into the leaf, never the delegated cgroup itself. */
+  struct cgroup *leaf = NULL;
+  ASSERT_OK(cgroup_open_leaf(again, &leaf, &err));
+  pid_t exec = spawn_sleeper();
+  ASSERT_OK(cgroup_enter(leaf, exec, &err));
+  own = read_text("/proc/%d/cgroup", (int)exec);
+  assert_non_null(strstr(own, want));
+  free(own);
+  free(want);
+  cgroup_free(leaf);
+  ASSERT_OK(cgroup_add_process(again, spawn_sleeper(), &err)); /* the egress broker */
+  char *procs_text = read_text(ROOT "%s/cgroup.procs", path);
+  assert_string_equal(procs_text, "");
+  free(procs_text);
+  destroy_and_check(again, path);
+}
+
 int main(void) {
   if (geteuid() != 0 || enter_unified_view() < 0) {
     printf("test_cgroup_v2: skipped (needs root and a cgroup2 hierarchy: %s)\n", strerror(errno));
@@ -500,6 +602,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_unified_keys, teardown),
       cmocka_unit_test_teardown(test_resources, teardown),
       cmocka_unit_test_teardown(test_realtime_refused, teardown),
+      cmocka_unit_test_teardown(test_delegate, teardown),
   };
   /* Creating cgroups enables the available controllers in the root; put it back as it was. */
   char *before = read_text(ROOT "/cgroup.subtree_control");

@@ -16,6 +16,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/mount.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "policy/profile.h"
@@ -556,6 +559,12 @@ static void test_ci_gives_a_build_inside_the_userns(void **state) {
   assert_false(r.stacked_seccomp.present);
   assert_false(r.landlock.present);
   assert_string_equal(mount_at(s, "/sys/fs/cgroup")->type, "cgroup2");
+  /* Read-write only where the runtime can delegate the job's cgroup: a cgroup v2 host, as root. */
+  struct statfs cg_st;
+  bool v2_host = statfs("/sys/fs/cgroup", &cg_st) == 0 && cg_st.f_type == CGROUP2_SUPER_MAGIC && geteuid() == 0;
+  assert_int_equal(!!(mount_at(s, "/sys/fs/cgroup")->flags & MS_RDONLY), !v2_host);
+  assert_true(report_mentions(&r, v2_host ? "cgroup v2 subtree is delegated" : "cgroup: not delegated"));
+  assert_true(s->hardening.nested_containers);
   assert_true(mount_at(s, "/ws")->idmap_to_owner);
   assert_false(mount_at(s, "/ro")->idmap_to_owner);
   assert_non_null(mount_at(s, "/var/lib/containers"));

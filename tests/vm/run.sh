@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/vm/run.sh [v2|systemd|selinux|criu|all] — cgroup v2 with every controller, and SELinux, in qemu
+# tests/vm/run.sh [v2|systemd|selinux|criu|ci|all] — cgroup v2 with every controller, and SELinux, in qemu
 # (DESIGN.md §5).
 #
 # Boots Debian's kernel (linux-image-amd64's current package, unpacked with dpkg -x into a cache
@@ -14,7 +14,9 @@
 #            here with checkpolicy, is loaded and enforced; process.selinuxLabel,
 #            linux.mountLabel and exec --process-label are checked for real (guest-selinux.sh)
 #   criu     checkpoint/restore through CRIU (guest-criu.sh): Debian's criu works on this kernel
-#   all      all four, one boot each (also the default)
+#   ci       the ci profile's delegated cgroup v2 subtree, nested podman with cgroups in it
+#            (guest-ci.sh), on Debian 12's 6.12 kernel package (the profile needs idmapped tmpfs)
+#   all      all five, one boot each (also the default)
 # Exit 77 (tests/run-all.sh: suite skipped) when this machine cannot run it; the last stderr line
 # says why. Knobs: CM_VM_CACHE (default /var/cache/codemode-vm), CM_VM_TIMEOUT (seconds per
 # boot, default 600), CM_VM_KEEP=1 keeps the work dir (serial logs) for a look afterwards.
@@ -22,8 +24,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-variants=${1:-${CM_VM_VARIANTS:-v2 systemd selinux criu}}
-[ "$variants" = all ] && variants="v2 systemd selinux criu"
+variants=${1:-${CM_VM_VARIANTS:-v2 systemd selinux criu ci}}
+[ "$variants" = all ] && variants="v2 systemd selinux criu ci"
 CACHE=${CM_VM_CACHE:-/var/cache/codemode-vm}
 TIMEOUT=${CM_VM_TIMEOUT:-600}
 : "${CODEMODE:=$repo/build/codemode}"
@@ -66,10 +68,22 @@ if [[ " $variants " == *" criu "* ]] && ! command -v criu >/dev/null; then
 fi
 
 # --- the kernel: linux-image-amd64's dependency, unpacked into the cache ---------------------
+# The ci variant needs Linux 6.3 or later (idmapped tmpfs: the ci profile's throwaway upper
+# layers and its /var/lib/containers are tmpfs, idmapped for the job's range), which Debian 12's
+# default 6.1 is not: it boots Debian 12's newest 6.x kernel package instead
+# (linux-image-6.12.*+deb12-amd64), or CM_VM_CI_KERNEL.
+kernel_package() {
+  if [ "$1" = ci ]; then
+    [ -n "${CM_VM_CI_KERNEL:-}" ] && { echo "$CM_VM_CI_KERNEL"; return; }
+    apt-cache search --names-only '^linux-image-6\.[0-9]+\.[0-9]+\+deb12-amd64$' 2>/dev/null | awk '{print $1}' |
+      sort -V | tail -n 1
+    return
+  fi
+  apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }'
+}
 fetch_kernel() {
-  local pkg deb
+  local pkg=$1 deb
   mkdir -p "$CACHE" || return 1
-  pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
   if [ -z "$pkg" ]; then
     # No apt metadata: use whatever was unpacked before.
     KDIR=$(find "$CACHE" -maxdepth 1 -type d -name 'linux-image-[0-9]*' | sort -V | tail -n 1)
@@ -90,7 +104,6 @@ fetch_kernel() {
   MODDIR=$(ls -d "$KDIR"/lib/modules/* 2>/dev/null | head -n 1)
   [ -n "$VMLINUZ" ] && [ -n "$MODDIR" ]
 }
-fetch_kernel || cannot "cannot get Debian's kernel (apt-get download linux-image-amd64's package into $CACHE)"
 
 # Under /tmp, not the suite's TMPDIR: that may be on /dev/shm, which the guest does not share
 # (it sees the host's root filesystem over 9p, and /dev is its own).
@@ -105,25 +118,44 @@ trap cleanup EXIT
 # --- the initramfs ----------------------------------------------------------------------------
 # Module dependencies straight from each .ko's .modinfo section ("depends=a,b"): what
 # `modinfo -F depends` prints, without needing kmod on the host.
-declare -A MOD_PATH=() MOD_DONE=()
-MOD_ORDER=()
-while IFS= read -r f; do
-  m=$(basename "$f" .ko)
-  MOD_PATH[${m//-/_}]=$f
-done < <(find "$MODDIR/kernel" -name '*.ko')
 mod_depends() { tr '\0' '\n' <"$1" | sed -n 's/^depends=//p' | head -n 1 | tr ',' ' '; }
 add_module() {
   local m=${1//-/_} d
   [ -n "${MOD_DONE[$m]:-}" ] && return 0
   MOD_DONE[$m]=1
+  [ -n "${MOD_BUILTIN[$m]:-}" ] && return 0 # built into the kernel (virtio_pci in 6.12)
   [ -n "${MOD_PATH[$m]:-}" ] || { echo "tests/vm: module $m not found in $MODDIR" >&2; return 1; }
+  # Newer Debian kernels ship modules xz-compressed, which busybox insmod cannot load.
+  if [[ ${MOD_PATH[$m]} == *.xz ]]; then
+    mkdir -p "$WORK/modules-xz"
+    xz -dc "${MOD_PATH[$m]}" >"$WORK/modules-xz/$m.ko" || return 1
+    MOD_PATH[$m]=$WORK/modules-xz/$m.ko
+  fi
   for d in $(mod_depends "${MOD_PATH[$m]}"); do add_module "$d" || return 1; done
   MOD_ORDER+=("$m")
 }
-# virtio_blk: the scratch disk the io.max throttle test writes to.
-for m in virtio_pci 9pnet_virtio 9p overlay virtio_blk; do
-  add_module "$m" || cannot "the kernel in $KDIR lacks module $m"
-done
+# prepare_kernel PACKAGE: KDIR, VMLINUZ and the initramfs ($WORK/initramfs.gz) for that kernel.
+prepare_kernel() {
+  fetch_kernel "$1" || cannot "cannot get Debian's kernel (apt-get download ${1:-the linux-image-amd64 dependency} into $CACHE)"
+  unset MOD_PATH MOD_DONE MOD_BUILTIN
+  declare -gA MOD_PATH=() MOD_DONE=() MOD_BUILTIN=()
+  MOD_ORDER=()
+  local f m
+  while IFS= read -r f; do
+    m=${f##*/}
+    m=${m%.ko}
+    MOD_BUILTIN[${m//-/_}]=1
+  done < <(cat "$MODDIR/modules.builtin" 2>/dev/null)
+  while IFS= read -r f; do
+    m=${f##*/}
+    m=${m%.xz}
+    m=${m%.ko}
+    MOD_PATH[${m//-/_}]=$f
+  done < <(find "$MODDIR/kernel" -name '*.ko' -o -name '*.ko.xz')
+  # virtio_blk: the scratch disk the io.max throttle test writes to.
+  for m in virtio_pci 9pnet_virtio 9p overlay virtio_blk; do
+    add_module "$m" || cannot "the kernel in $KDIR lacks module $m"
+  done
 # The criu variant: the socket diag modules CRIU reads sockets through, iptables and nf_tables
 # (probed at CRIU's start-up, as is veth; it locks the network of a container whose TCP
 # connections it dumps with iptables rules: Debian's iptables is iptables-nft, hence nft_compat;
@@ -136,9 +168,13 @@ if [[ " $variants " == *" criu "* ]]; then
     add_module "$m" || cannot "the kernel in $KDIR lacks module $m"
   done
 fi
+  build_initramfs || cannot "building the initramfs failed"
+  log "kernel $VMLINUZ; modules: ${MOD_ORDER[*]}"
+}
 
 build_initramfs() {
   local d=$WORK/initramfs m
+  rm -rf "$d" "$WORK/initramfs.gz"
   mkdir -p "$d"/{bin,dev,proc,sys,lower,upper,newroot,lib/modules}
   cp /bin/busybox "$d/bin/busybox"
   for m in "${MOD_ORDER[@]}"; do cp "${MOD_PATH[$m]}" "$d/lib/modules/$m.ko"; done
@@ -147,7 +183,6 @@ build_initramfs() {
   chmod 755 "$d/init"
   (cd "$d" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$WORK/initramfs.gz"
 }
-build_initramfs || cannot "building the initramfs failed"
 
 # --- what the guest tests use, prepared here (the guest sees the host tree read-only) ---------
 "$repo/rootfs-tools/make-busybox-bundle.sh" "$WORK/bundle" >/dev/null 2>&1 ||
@@ -243,6 +278,10 @@ boot() {
   fi
 }
 
-log "kernel $VMLINUZ; modules: ${MOD_ORDER[*]}"
-for v in $variants; do boot "$v"; done
+KPKG_NOW=none
+for v in $variants; do
+  pkg=$(kernel_package "$v")
+  [ "$pkg" = "$KPKG_NOW" ] || { prepare_kernel "$pkg"; KPKG_NOW=$pkg; }
+  boot "$v"
+done
 echo "1..$TESTNO"
