@@ -253,6 +253,19 @@ esc() { escape_run 60 "${PROFILE:-mcp}" "$@"; }
   ! awk '$5 ~ /^\/usr\// {print}' <<<"$output" | grep .
 }
 
+@test "codemode-run --host --ephemeral: the host's programs under a writable throwaway root, their binds still read-only" {
+  # An overlay root shows its lower directory's files, never what is mounted on them: the binds
+  # must be the root's mounts, not mounts under its lower layer (they once vanished: sh not found).
+  run timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --host --ephemeral -- /bin/sh -c \
+    'touch /made-here && echo root-writable; [ -e /etc/passwd ] && echo etc-ok
+     touch /usr/cm-escape-probe 2>/dev/null && echo USR-WRITTEN; true' </dev/null
+  echo "$output" >&3
+  [ "$status" -eq 0 ]
+  [[ "$output" == *root-writable* ]] && [[ "$output" == *etc-ok* ]]
+  [[ "$output" != *USR-WRITTEN* ]]
+  [ ! -e /usr/cm-escape-probe ] && [ ! -e /made-here ]
+}
+
 @test "codemode-run --host as a user whose scratch mount point another user made first: not used, left as it was" {
   [ "$(id -u)" -eq 0 ] || skip "needs root (it runs codemode-run as another uid)"
   local uid=64999 point=/tmp/codemode-run-scratch.64999
