@@ -1,5 +1,6 @@
 /* The per-container host id range allocator (idrange.h). */
 #include "runtime/idrange.h"
+#include "runtime/userns_setup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,17 +77,8 @@ int idrange_pool_describe(char *buf, size_t size) {
 
 /* Does /etc/passwd or /etc/group (db) name an account with this id? */
 static bool account_has_id(const char *db, uint32_t id) {
-  cleanup_fclose FILE *f = fopen(db, "re");
-  char line[4096];
-  while (f && fgets(line, sizeof(line), f)) {
-    char *save = NULL;
-    char *name = strtok_r(line, ":", &save);
-    strtok_r(NULL, ":", &save);
-    char *num = strtok_r(NULL, ":", &save);
-    if (name && num && name[0] != '#' && strtoul(num, NULL, 10) == id)
-      return true;
-  }
-  return false;
+  cleanup_free char *name = userns_setup_db_name(db, id);
+  return name != NULL;
 }
 
 /* Is id in any range of /etc/sub?id, ours (codemode) included? */

@@ -6,6 +6,8 @@
 # nothing.
 
 load ../lib/helpers
+# ci_test_image: the nested-container image
+load test_image
 
 setup_file() {
   command -v buildah >/dev/null || skip "buildah is not installed (tests/ci/deps.sh)"
@@ -13,12 +15,7 @@ setup_file() {
   export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
   # The base image, as `docker save` writes it: the template's busybox rootfs as one layer.
   export IMG=$BATS_FILE_TMPDIR/img.tar
-  cat >"$BATS_FILE_TMPDIR/img.json" <<JSON
-{"format": "docker-archive", "images": [{"tag": "bb", "platforms": [{"arch": "amd64",
-  "layers": [[{"from_dir": "$CM_TEMPLATE/rootfs"}]], "config": {"Cmd": ["sh"]},
-  "history": [{"created": "2026-01-01T00:00:00Z", "created_by": "busybox rootfs"}]}]}]}
-JSON
-  python3 "$CM_REPO/tests/image/mkimage.py" "$BATS_FILE_TMPDIR/img.json" "$IMG"
+  ci_test_image "$IMG"
 }
 
 setup() {

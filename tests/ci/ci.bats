@@ -6,6 +6,8 @@
 # the job's root and as a normal user of the job.
 
 load ../lib/helpers
+# ci_test_image: the nested-container image
+load test_image
 # range_processes, nothing_left, range_start: the leak checks after a job
 load jobs
 
@@ -15,12 +17,7 @@ setup_file() {
   # The test image, as `docker save` writes it: the template's busybox rootfs, one layer with
   # its history entry (podman build counts them).
   export IMG=$BATS_FILE_TMPDIR/img.tar
-  cat >"$BATS_FILE_TMPDIR/img.json" <<JSON
-{"format": "docker-archive", "images": [{"tag": "bb", "platforms": [{"arch": "amd64",
-  "layers": [[{"from_dir": "$CM_TEMPLATE/rootfs"}]], "config": {"Cmd": ["sh"]},
-  "history": [{"created": "2026-01-01T00:00:00Z", "created_by": "busybox rootfs"}]}]}]}
-JSON
-  python3 "$CM_REPO/tests/image/mkimage.py" "$BATS_FILE_TMPDIR/img.json" "$IMG"
+  ci_test_image "$IMG"
 }
 
 setup() {

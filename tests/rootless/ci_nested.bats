@@ -8,6 +8,8 @@
 # unpack would have written them: root's files the user's, uid N's 100000+N-1).
 
 load ../lib/helpers
+# ci_test_image: the nested-container image
+load ../ci/test_image
 
 setup_file() {
   [ "$(id -u)" -ne 0 ] || {
@@ -18,12 +20,7 @@ setup_file() {
   export CODEMODE_RUN=${CODEMODE_RUN:-$(dirname "$CODEMODE")/codemode-run}
   # The test image as `docker save` writes it (as tests/ci/ci.bats makes it).
   export IMG=$BATS_FILE_TMPDIR/img.tar
-  cat >"$BATS_FILE_TMPDIR/img.json" <<JSON
-{"format": "docker-archive", "images": [{"tag": "bb", "platforms": [{"arch": "amd64",
-  "layers": [[{"from_dir": "$CM_TEMPLATE/rootfs"}]], "config": {"Cmd": ["sh"]},
-  "history": [{"created": "2026-01-01T00:00:00Z", "created_by": "busybox rootfs"}]}]}]}
-JSON
-  python3 "$CM_REPO/tests/image/mkimage.py" "$BATS_FILE_TMPDIR/img.json" "$IMG"
+  ci_test_image "$IMG"
 }
 
 setup() {
