@@ -596,5 +596,42 @@ through_docker() {
 }
 t "through Docker: docker checkpoint create, then docker start --checkpoint, the counter goes on" through_docker
 
+# A host device node bound into a container with its own user namespace (codemode binds nodes
+# there, it cannot mknod): CRIU finds the bind's source outside the container, so it is an
+# external mount at checkpoint, the restoring config's source at restore.
+dev_ok() { [ "$(cm exec "$1" sh -c 'stat -c %t:%T /dev/myzero; head -c 6 /dev/myzero | od -An -tx1' | tr -s ' \n' ' ')" = "1:5 00 00 00 00 00 00 " ]; }
+userns_device() {
+  counter uzd
+  cfg uzd '.linux.namespaces += [{type: "user"}]
+    | .linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+    | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+    | .mounts += [{destination: "/dev/myzero", type: "bind", source: "/dev/zero", options: ["bind"]}]'
+  # Its root (uid 100000) cannot make the /data mount point in the root-owned rootfs: made here.
+  mkdir -p "$TEMPLATE/rootfs/data" || return 1
+  # Stdin a pipe too (not /dev/null, a file outside it: a restore refuses that in a new pid namespace).
+  cm run --detach -b $BUNDLES/uzd uzd < <(exec sleep 3600 2>/dev/null) > >(cat >$IMG/uzd.out 2>/dev/null) 2>&1 ||
+    { sleep 0.5; cat $IMG/uzd.out; return 1; }
+  wait_for 10 grows uzd 3 || return 1
+  dev_ok uzd || { echo "before checkpoint:"; cm exec uzd ls -l /dev/myzero; return 1; }
+  local before uid
+  uid=$(awk '/^Uid:/ { print $2 }' /proc/$(pid_of uzd)/status)
+  [ "$uid" = 100000 ] || { echo "uzd runs as host uid $uid"; return 1; }
+  before=$(snapshot uzd)
+  cm checkpoint --image-path $IMG/uzd --work-path $IMG/uzd-work uzd || { log_errors $IMG/uzd-work/dump.log; return 1; }
+  # CRIU 3.17 opens tty-info.img from inside the restored user namespace (as its root, host uid
+  # 100000): root's 0600 images give "Permission denied" there. Not yet done by codemode's
+  # restore (issue 28, open): the images made readable to it here.
+  chmod -R go+rX $IMG/uzd
+  restore_piped uzd -d --image-path $IMG/uzd --work-path $IMG/uzd-work -b $BUNDLES/uzd ||
+    { log_errors $IMG/uzd-work/restore.log; return 1; }
+  carries uzd "$before" || return 1
+  uid=$(awk '/^Uid:/ { print $2 }' /proc/$(pid_of uzd)/status)
+  [ "$uid" = 100000 ] || { echo "restored uzd runs as host uid $uid"; return 1; }
+  dev_ok uzd || { echo "after restore:"; cm exec uzd ls -l /dev/myzero; cm exec uzd head -c 6 /dev/myzero | od -An -tx1; return 1; }
+  cm delete -f uzd
+}
+t "a user namespace with a host device bound in (/dev/zero at /dev/myzero): restored, the node still works" userns_device
+cleanup_container uzd
+
 t "nothing is left behind (cgroups, state)" nothing_left
 exit 0
