@@ -72,6 +72,67 @@ peer_mounts() {
     {destination: \"/peer\", type: \"bind\", source: \"$PEER_DIR\", options: [\"rbind\", \"ro\"]}]"
 }
 
+# --- cgroup v1 (the criu-v1 variant: guest.sh mounted one v1 hierarchy per controller) --------
+# v1_placed ID: ID's init is in /cmvm/ID in every v1 hierarchy (/proc/PID/cgroup's lines with a
+# controller list; named and unified ones aside), and in that hierarchy's cgroup.procs.
+v1_placed() {
+  local pid line n=0 ctrls path
+  pid=$(pid_of "$1")
+  [ -n "$pid" ] && [ "$pid" != null ] || { echo "$1 has no pid"; return 1; }
+  while IFS= read -r line; do
+    ctrls=${line#*:}
+    path=${ctrls#*:}
+    ctrls=${ctrls%%:*}
+    [ -n "$ctrls" ] && [[ $ctrls != name=* ]] || continue
+    n=$((n + 1))
+    [ "$path" = "/cmvm/$1" ] || { echo "$1 (pid $pid) is in $path of $ctrls, not /cmvm/$1"; return 1; }
+    grep -qx "$pid" "$CG/$ctrls/cmvm/$1/cgroup.procs" || { echo "pid $pid not in $CG/$ctrls/cmvm/$1"; return 1; }
+  done </proc/$pid/cgroup
+  [ "$n" -ge 5 ] || { echo "only $n v1 hierarchies in /proc/$pid/cgroup"; cat /proc/$pid/cgroup; return 1; }
+}
+# v1_limits ID: the memory and pids limits, seen on the host and through the container's own
+# /sys/fs/cgroup (its cgroup directories bound in, which a restore maps to the new cgroup's).
+v1_limits() {
+  expect $CG/memory/cmvm/$1/memory.limit_in_bytes 67108864 && expect $CG/pids/cmvm/$1/pids.max 42 || return 1
+  local got
+  got=$(cm exec "$1" cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max | tr '\n' ' ')
+  [ "$got" = "67108864 42 " ] || { echo "inside $1: '$got'"; return 1; }
+}
+cgroup_v1() {
+  [ "$(stat -f -c %T $CG)" = tmpfs ] && [ -f $CG/memory/cgroup.procs ] ||
+    { echo "not a v1 layout"; mount | grep cgroup; return 1; }
+  counter v1
+  cfg v1 '.linux.resources = {memory: {limit: 67108864}, pids: {limit: 42}}'
+  run_piped v1 || return 1
+  wait_for 10 grows v1 3 && v1_placed v1 && v1_limits v1 || return 1
+  local before
+  before=$(snapshot v1)
+  cm checkpoint --image-path $IMG/v1 --work-path $IMG/v1-work v1 || { log_errors $IMG/v1-work/dump.log; return 1; }
+  [ ! -d $CG/memory/cmvm/v1 ] && [ ! -d $CG/pids/cmvm/v1 ] || { echo "v1's cgroups left after checkpoint"; return 1; }
+  restore_piped v1 -d --image-path $IMG/v1 --work-path $IMG/v1-work -b $BUNDLES/v1 ||
+    { log_errors $IMG/v1-work/restore.log; return 1; }
+  carries v1 "$before" && v1_placed v1 && v1_limits v1 || return 1
+  # Into a new id beside it: its own cgroup in every hierarchy, not v1's.
+  before=$(snapshot v1)
+  cm checkpoint --leave-running --image-path $IMG/v1b v1 || { log_errors $IMG/v1b/dump.log; return 1; }
+  mkdir -p $BUNDLES/v1c
+  jq '.linux.cgroupsPath = "/cmvm/v1c"' $BUNDLES/v1/config.json >$BUNDLES/v1c/config.json
+  restore_piped v1c -d --image-path $IMG/v1b -b $BUNDLES/v1c || { log_errors $IMG/v1b/restore.log; return 1; }
+  carries v1c "$before" && carries v1 "$before" || return 1
+  v1_placed v1c && v1_limits v1c && v1_placed v1 && v1_limits v1 || return 1
+  cm delete -f v1c && cm delete -f v1 || return 1
+  local left
+  left=$(find $CG/*/cmvm -mindepth 1 -type d 2>/dev/null)
+  [ -z "$left" ] || { echo "left behind: $left"; return 1; }
+}
+if [ "$CMVM_VARIANT" = criu-v1 ]; then
+  t "cgroup v1 (hybrid): memory and pids limits and the cgroup in every hierarchy kept by restore, also into a new id" cgroup_v1
+  cleanup_container v1c
+  cleanup_container v1
+  t "nothing is left behind (state)" nothing_left
+  exit 0
+fi
+
 checkpoint_restore() {
   counter cr
   # Hooks at restore are runc's: prestart and createRuntime run again (CRIU's setup-namespaces,
@@ -534,6 +595,43 @@ through_docker() {
   return $rc
 }
 t "through Docker: docker checkpoint create, then docker start --checkpoint, the counter goes on" through_docker
+
+# A host device node bound into a container with its own user namespace (codemode binds nodes
+# there, it cannot mknod): CRIU finds the bind's source outside the container, so it is an
+# external mount at checkpoint, the restoring config's source at restore.
+dev_ok() { [ "$(cm exec "$1" sh -c 'stat -c %t:%T /dev/myzero; head -c 6 /dev/myzero | od -An -tx1' | tr -s ' \n' ' ')" = "1:5 00 00 00 00 00 00 " ]; }
+userns_device() {
+  counter uzd
+  cfg uzd '.linux.namespaces += [{type: "user"}]
+    | .linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+    | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+    | .mounts += [{destination: "/dev/myzero", type: "bind", source: "/dev/zero", options: ["bind"]}]'
+  # Its root (uid 100000) cannot make the /data mount point in the root-owned rootfs: made here.
+  mkdir -p "$TEMPLATE/rootfs/data" || return 1
+  # Stdin a pipe too (not /dev/null, a file outside it: a restore refuses that in a new pid namespace).
+  cm run --detach -b $BUNDLES/uzd uzd < <(exec sleep 3600 2>/dev/null) > >(cat >$IMG/uzd.out 2>/dev/null) 2>&1 ||
+    { sleep 0.5; cat $IMG/uzd.out; return 1; }
+  wait_for 10 grows uzd 3 || return 1
+  dev_ok uzd || { echo "before checkpoint:"; cm exec uzd ls -l /dev/myzero; return 1; }
+  local before uid
+  uid=$(awk '/^Uid:/ { print $2 }' /proc/$(pid_of uzd)/status)
+  [ "$uid" = 100000 ] || { echo "uzd runs as host uid $uid"; return 1; }
+  before=$(snapshot uzd)
+  cm checkpoint --image-path $IMG/uzd --work-path $IMG/uzd-work uzd || { log_errors $IMG/uzd-work/dump.log; return 1; }
+  # CRIU 3.17 opens tty-info.img from inside the restored user namespace (as its root, host uid
+  # 100000): root's 0600 images give "Permission denied" there. Not yet done by codemode's
+  # restore (issue 28, open): the images made readable to it here.
+  chmod -R go+rX $IMG/uzd
+  restore_piped uzd -d --image-path $IMG/uzd --work-path $IMG/uzd-work -b $BUNDLES/uzd ||
+    { log_errors $IMG/uzd-work/restore.log; return 1; }
+  carries uzd "$before" || return 1
+  uid=$(awk '/^Uid:/ { print $2 }' /proc/$(pid_of uzd)/status)
+  [ "$uid" = 100000 ] || { echo "restored uzd runs as host uid $uid"; return 1; }
+  dev_ok uzd || { echo "after restore:"; cm exec uzd ls -l /dev/myzero; cm exec uzd head -c 6 /dev/myzero | od -An -tx1; return 1; }
+  cm delete -f uzd
+}
+t "a user namespace with a host device bound in (/dev/zero at /dev/myzero): restored, the node still works" userns_device
+cleanup_container uzd
 
 t "nothing is left behind (cgroups, state)" nothing_left
 exit 0

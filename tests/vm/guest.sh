@@ -14,7 +14,20 @@ if [ "$$" -eq 1 ]; then
   mount -t tmpfs tmpfs /dev/shm
   mount -t mqueue mqueue /dev/mqueue
   mount -t tmpfs -o mode=755 tmpfs /run
-  mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
+  if grep -qw cmvm.variant=criu-v1 /proc/cmdline; then
+    # Hybrid, as systemd's legacy layout: a tmpfs with one v1 hierarchy per controller the
+    # kernel has (cpu and cpuacct together, net_cls and net_prio together) and cgroup2 at
+    # unified/ with no controller.
+    mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup
+    for c in $(awk 'NR > 1 && $4 == 1 { print $1 }' /proc/cgroups); do
+      case $c in cpu | cpuacct) c=cpu,cpuacct ;; net_cls | net_prio) c=net_cls,net_prio ;; esac
+      [ -d /sys/fs/cgroup/$c ] && continue
+      mkdir /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c
+    done
+    mkdir /sys/fs/cgroup/unified && mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup/unified
+  else
+    mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
+  fi
   mount -t bpf bpf /sys/fs/bpf 2>/dev/null
   # AppArmor's policy interface (apparmor_parser loads the test profile through it).
   mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
@@ -27,7 +40,10 @@ CMVM_VARIANT=$(arg cmvm.variant)
 CODEMODE=$(arg cmvm.codemode)
 export CMVM_REPO CMVM_WORK CMVM_VARIANT CODEMODE
 
-bash "$CMVM_REPO/tests/vm/guest-$CMVM_VARIANT.sh" 2>&1 | sed -u 's/^/CMVM: /'
+# criu-v1: guest-criu.sh's cgroup v1 cases on the hybrid layout mounted above.
+script=$CMVM_VARIANT
+[ "$script" = criu-v1 ] && script=criu
+bash "$CMVM_REPO/tests/vm/guest-$script.sh" 2>&1 | sed -u 's/^/CMVM: /'
 echo "CMVM: done"
 sync
 if [ "$$" -eq 1 ]; then

@@ -16,7 +16,9 @@
 #   criu     checkpoint/restore through CRIU (guest-criu.sh): Debian's criu works on this kernel
 #   ci       the ci profile's delegated cgroup v2 subtree, nested podman with cgroups in it
 #            (guest-ci.sh), on Debian 12's 6.12 kernel package (the profile needs idmapped tmpfs)
-#   all      all five, one boot each (also the default)
+#   criu-v1  guest-criu.sh's cgroup v1 cases, the guest's cgroups mounted hybrid (one v1 hierarchy
+#            per controller, cgroup2 with none at /sys/fs/cgroup/unified)
+#   all      all six, one boot each (also the default)
 # Exit 77 (tests/run-all.sh: suite skipped) when this machine cannot run it; the last stderr line
 # says why. Knobs: CM_VM_CACHE (default /var/cache/codemode-vm), CM_VM_TIMEOUT (seconds per
 # boot, default 600), CM_VM_KEEP=1 keeps the work dir (serial logs) for a look afterwards.
@@ -24,8 +26,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-variants=${1:-${CM_VM_VARIANTS:-v2 systemd selinux criu ci}}
-[ "$variants" = all ] && variants="v2 systemd selinux criu ci"
+variants=${1:-${CM_VM_VARIANTS:-v2 systemd selinux criu criu-v1 ci}}
+[ "$variants" = all ] && variants="v2 systemd selinux criu criu-v1 ci"
 CACHE=${CM_VM_CACHE:-/var/cache/codemode-vm}
 TIMEOUT=${CM_VM_TIMEOUT:-600}
 : "${CODEMODE:=$repo/build/codemode}"
@@ -61,7 +63,7 @@ if [[ " $variants " == *" selinux "* ]] && ! { command -v checkpolicy && command
 fi
 
 # The criu variant: Debian's criu runs in the guest (the host's copy over 9p).
-if [[ " $variants " == *" criu "* ]] && ! command -v criu >/dev/null; then
+if [[ " $variants " == *" criu"* ]] && ! command -v criu >/dev/null; then
   log "installing criu (no recommends)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends criu >&2 ||
     log "apt-get install criu failed: the criu variant will fail its first test"
@@ -160,7 +162,7 @@ prepare_kernel() {
 # (probed at CRIU's start-up, as is veth; it locks the network of a container whose TCP
 # connections it dumps with iptables rules: Debian's iptables is iptables-nft, hence nft_compat;
 # a network namespace's dump reads its conntrack table over netlink: nf_conntrack_netlink).
-if [[ " $variants " == *" criu "* ]]; then
+if [[ " $variants " == *" criu"* ]]; then
   # crc32c_generic: libcrc32c (nf_tables needs it) has it only as a softdep, not in depends=.
   for m in crc32c_generic unix_diag inet_diag tcp_diag udp_diag raw_diag netlink_diag af_packet_diag \
     ip_tables iptable_filter ip6_tables ip6table_filter xt_mark nf_tables nft_compat veth tun \
@@ -188,7 +190,7 @@ build_initramfs() {
 "$repo/rootfs-tools/make-busybox-bundle.sh" "$WORK/bundle" >/dev/null 2>&1 ||
   cannot "rootfs-tools/make-busybox-bundle.sh failed"
 # The criu variant's helpers: criu-peer (static: it runs in the busybox containers) and recvtty.
-if [[ " $variants " == *" criu "* ]]; then
+if [[ " $variants " == *" criu"* ]]; then
   mkdir -p "$WORK/bin"
   cc -static -O2 -o "$WORK/bin/criu-peer" "$here/criu-peer.c" && cc -O2 -o "$WORK/bin/recvtty" "$repo/tests/helpers/recvtty.c" ||
     cannot "building tests/vm/criu-peer.c or tests/helpers/recvtty.c failed"
