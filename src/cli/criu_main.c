@@ -138,14 +138,20 @@ static int cmd_checkpoint(struct runtime_context *ctx, const char *criu_path, in
     case O_PREDUMP: o.pre_dump = true; break;
     case O_PARENT: o.parent_path = optarg; break;
     case O_PAGESERVER:
-      if (criu_page_server_parse(optarg, &o, &err) < 0)
-        return cli_usage_error("checkpoint", "%s", err->msg);
+      if (criu_page_server_parse(optarg, &o, &err) < 0) {
+        cli_usage_error("checkpoint", "%s", err->msg);
+        cm_error_free(err);
+        free(o.page_server_addr);
+        return 1;
+      }
       break;
     case O_STATUSFD:
       errno = 0;
       o.status_fd = (int)strtol(optarg, &end, 10);
-      if (errno || end == optarg || *end || o.status_fd < 0)
+      if (errno || end == optarg || *end || o.status_fd < 0) {
+        free(o.page_server_addr);
         return cli_usage_error("checkpoint", "--status-fd \"%s\": expected a file descriptor number", optarg);
+      }
       break;
     case 'h': fputs(checkpoint_help, stdout); return 0;
     default: return cli_usage_error("checkpoint", "unknown or incomplete option \"%s\"", argv[optind - 1]);
