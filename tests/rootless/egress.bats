@@ -276,7 +276,7 @@ audit_count() { jq -c "select($1)" "$AUDIT" | wc -l; }
   [ "$output" = "hello from api.allowed.test" ]
   [ -z "$(ls -A "$XDG_RUNTIME_DIR/codemode")" ]
   [ -z "$(my_brokers)" ]
-  [ -z "$(find /tmp "$TMPDIR" -maxdepth 1 -name 'codemode*' -user "$(id -u)")" ]
+  [ -z "$(find /tmp "$TMPDIR" -maxdepth 1 -name 'codemode*' ! -name 'codemode-run-scratch.*' -user "$(id -u)")" ]
   [ "$(audit_count '.event == "connect" and .decision == "allow"')" -eq 1 ]
 }
 
