@@ -253,10 +253,16 @@ if want unit; then
     suite_run_unit "$@"
   fi
 fi
-want integration && run_bats_suite integration
-want security && run_bats_suite security
+# Each suite's wall time, so that a slow CI run says where its minutes went.
+timed() {
+  local t0=$SECONDS
+  "$@"
+  echo "# ($2: $((SECONDS - t0)) s)"
+}
+want integration && timed run_bats_suite integration
+want security && timed run_bats_suite security
 for s in $suites; do
-  case $s in unit | integration | security) ;; *) run_extra_suite "$s" ;; esac
+  case $s in unit | integration | security) ;; *) timed run_extra_suite "$s" ;; esac
 done
 check_leaks
 sentinel_on && check_host

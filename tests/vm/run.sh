@@ -223,8 +223,24 @@ build_selinux_policy() {
 TESTNO=0
 tap() { TESTNO=$((TESTNO + 1)); echo "$1 $TESTNO - $2"; }
 
+# A guest kernel that panics before the first result (seen once in CI: Debian's 6.12 under TCG,
+# "Fatal exception in interrupt" from an hrtimer at 1.7 s, not reproduced in 5 boots since) is
+# the emulator's or the kernel's failure, not a test's: boot once more, say so, and fail only if
+# the second boot fails too. A panic after a result has been printed is never retried.
 boot() {
-  local variant=$1 serial=$WORK/serial-$1.log init_arg="" start end rc line done_seen=0 got=0
+  local tries=0
+  while :; do
+    tries=$((tries + 1))
+    BOOT_RETRY=0
+    boot_once "$1" "$tries"
+    [ "$BOOT_RETRY" -eq 1 ] || return 0
+    log "vm $1: the guest kernel panicked before its first result; booting it again (serial log head below)"
+    grep -m 1 -B 2 -A 25 -E 'BUG:|Oops|general protection|Kernel panic' "$WORK/serial-$1.log" | sed 's/^/#   /'
+  done
+}
+
+boot_once() {
+  local variant=$1 try=$2 serial=$WORK/serial-$1.log init_arg="" start end rc line done_seen=0 got=0
   case $variant in
     systemd)
       [ -x /lib/systemd/systemd ] || { tap "ok" "vm systemd: boot # skip /lib/systemd/systemd is not installed"; return; }
@@ -273,6 +289,10 @@ boot() {
   QEMU_PID=
   end=$(date +%s.%N)
   log "vm $variant: qemu exited $rc after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
+  if [ "$done_seen" -ne 1 ] && [ "$got" -eq 0 ] && [ "$try" -eq 1 ] && grep -q 'Kernel panic' "$serial"; then
+    BOOT_RETRY=1
+    return
+  fi
   if [ "$done_seen" -ne 1 ] || [ "$got" -eq 0 ]; then
     tap "not ok" "vm $variant: the guest did not finish (qemu status $rc, $got results); serial log tail:"
     tail -n 40 "$serial" | sed 's/^/#   /'
