@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -16,6 +19,8 @@
 
 #include "linux/rootfs_internal.h"
 #include "util/cleanup.h"
+#include "util/log.h"
+#include "util/sync.h"
 
 /* The filesystem's name for messages ("overlay", "nfs", or its magic number). */
 static void fs_name(int fd, char *buf, size_t size) {
@@ -208,6 +213,100 @@ static int fsconfig_string(int fs_fd, const char *key, const char *value, struct
   return 0;
 }
 
+/* fsopen → fsconfig → fsmount of the overlay whose layers (and upper/work, when `tmp` is a
+ * throwaway upper's mount) are named by the /proc/self/fd paths in `lowerdir`. */
+static int overlay_assemble(const char *lowerdir, int tmp, const char *extra_options, bool writable,
+                            struct cm_error **err) {
+  cleanup_close int fs = fsopen("overlay", FSOPEN_CLOEXEC);
+  if (fs < 0)
+    return cm_error_set(err, errno, "fsopen overlay");
+  if (fsconfig_string(fs, "lowerdir", lowerdir, err) < 0)
+    return -1;
+  if (tmp >= 0) {
+    char upper[64], work[64];
+    snprintf(upper, sizeof(upper), "/proc/self/fd/%d/upper", tmp);
+    snprintf(work, sizeof(work), "/proc/self/fd/%d/work", tmp);
+    if (fsconfig_string(fs, "upperdir", upper, err) < 0 || fsconfig_string(fs, "workdir", work, err) < 0)
+      return -1;
+  }
+  if (extra_options && mount_fs_config_options(fs, "overlay", extra_options, err) < 0)
+    return -1;
+  if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+    int e = errno;
+    char msg[256] = "";
+    ssize_t r = read(fs, msg, sizeof(msg) - 1);
+    msg[r > 2 ? r : 0] = '\0';
+    msg[strcspn(msg, "\n")] = '\0';
+    return cm_error_set(err, e, "assemble an overlay over idmapped layers%s%s%s", r > 2 ? " (" : "",
+                        r > 2 ? msg + 2 : "", r > 2 ? ")" : "");
+  }
+  int rc = fsmount(fs, FSMOUNT_CLOEXEC, writable ? 0 : MOUNT_ATTR_RDONLY);
+  if (rc < 0)
+    return cm_error_set(err, errno, "fsmount overlay");
+  return rc;
+}
+
+/* Before Linux 6.15 overlay takes a layer only from a mount in the caller's own mount namespace
+ * (clone_private_mount's check), so detached idmapped clones are refused with EINVAL (Debian's
+ * 6.12, Ubuntu's 6.8). There a child assembles the overlay in a private mount namespace of its
+ * own: the layer mounts (the same fds, so the same /proc/self/fd names) attached on its "/", out
+ * of sight, after making every mount there private so that nothing propagates to the namespace it
+ * came from. The overlay keeps private clones of its layers; the detached overlay it makes is
+ * sent back, and the child's namespace, with the attached layers, goes when it exits. */
+int idmap_overlay_assemble_attached(const int *layer_fds, size_t n, const char *lowerdir, int tmp,
+                                    const char *extra_options, bool writable, struct cm_error **err) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return cm_error_set(err, errno, "overlay: socketpair");
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(sv[0]);
+    close(sv[1]);
+    return cm_error_set(err, e, "overlay: fork the assembling child");
+  }
+  if (pid == 0) {
+    close(sv[0]);
+    struct cm_error *cerr = NULL;
+    int fd = -1;
+    if (unshare(CLONE_NEWNS) < 0)
+      cm_error_set(&cerr, errno, "overlay: unshare a private mount namespace");
+    else if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+      cm_error_set(&cerr, errno, "overlay: make the private mount namespace's mounts private");
+    else {
+      for (size_t i = 0; i < n + (tmp >= 0 ? 1 : 0) && cerr == NULL; i++) {
+        int m = i < n ? layer_fds[i] : tmp;
+        if (move_mount(m, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+          cm_error_set(&cerr, errno, "overlay: attach layer mount %zu in a private mount namespace", i);
+      }
+      if (cerr == NULL)
+        fd = overlay_assemble(lowerdir, tmp, extra_options, writable, &cerr);
+    }
+    if (fd >= 0)
+      sync_send(sv[1], SYNC_MOUNT_FD, -1, NULL, fd, NULL);
+    else
+      sync_send_error(sv[1], cerr);
+    _exit(fd >= 0 ? 0 : 1);
+  }
+  close(sv[1]);
+  struct sync_msg msg;
+  int fd = -1;
+  int r = sync_recv(sv[0], &msg, &fd, err);
+  close(sv[0]);
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (r < 0)
+    return -1;
+  if (r == 1)
+    return cm_error_set(err, EPROTO, "overlay: the assembling child died without a word (status %d)", status);
+  if (msg.type == SYNC_MOUNT_FD && fd >= 0)
+    return fd;
+  if (fd >= 0)
+    close(fd);
+  return cm_error_set(err, msg.type == SYNC_ERROR ? (int)msg.value : EPROTO, "%s", msg.text);
+}
+
 int idmap_overlay(const struct overlay_layers *l, int userns_fd, uid_t owner_uid, gid_t owner_gid,
                   const char *upper_size, struct cm_error **err) {
   size_t n = l->n_lowers + (l->upper ? 1 : 0);
@@ -226,7 +325,7 @@ int idmap_overlay(const struct overlay_layers *l, int userns_fd, uid_t owner_uid
   cleanup_free char *lowerdir = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&lowerdir, &len);
-  cleanup_close int tmp = -1, fs = -1;
+  cleanup_close int tmp = -1;
   int rc = -1;
   /* The layers, top first: the original upper (if any) becomes the top lower. */
   for (size_t i = 0; i < n; i++) {
@@ -247,13 +346,6 @@ int idmap_overlay(const struct overlay_layers *l, int userns_fd, uid_t owner_uid
     fprintf(f, "%s/proc/self/fd/%d", i ? ":" : "", fds[i]);
   }
   fclose(f);
-  fs = fsopen("overlay", FSOPEN_CLOEXEC);
-  if (fs < 0) {
-    cm_error_set(err, errno, "fsopen overlay");
-    goto out;
-  }
-  if (fsconfig_string(fs, "lowerdir", lowerdir, err) < 0)
-    goto out;
   if (owner_uid != (uid_t)-1) {
     /* A throwaway upper layer on its own tmpfs, not idmapped: overlay, mounted by root, creates
      * its work dir with root's ids, which an idmapped upper could not store. Its directories
@@ -270,27 +362,19 @@ int idmap_overlay(const struct overlay_layers *l, int userns_fd, uid_t owner_uid
       cm_error_set(err, errno, "overlay: make the throwaway upper layer");
       goto out;
     }
-    char upper[64], work[64];
-    snprintf(upper, sizeof(upper), "/proc/self/fd/%d/upper", tmp);
-    snprintf(work, sizeof(work), "/proc/self/fd/%d/work", tmp);
-    if (fsconfig_string(fs, "upperdir", upper, err) < 0 || fsconfig_string(fs, "workdir", work, err) < 0)
-      goto out;
   }
-  if (l->extra_options && mount_fs_config_options(fs, "overlay", l->extra_options, err) < 0)
-    goto out;
-  if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-    int e = errno;
-    char msg[256] = "";
-    ssize_t r = read(fs, msg, sizeof(msg) - 1);
-    msg[r > 2 ? r : 0] = '\0';
-    msg[strcspn(msg, "\n")] = '\0';
-    cm_error_set(err, e, "assemble an overlay over idmapped layers%s%s%s", r > 2 ? " (" : "", r > 2 ? msg + 2 : "",
-                 r > 2 ? ")" : "");
-    goto out;
+  bool writable = owner_uid != (uid_t)-1;
+  cleanup_error struct cm_error *first = NULL;
+  rc = overlay_assemble(lowerdir, tmp, l->extra_options, writable, &first);
+  if (rc < 0 && first->errnum == EINVAL) {
+    cm_debug("%s: assembling it again with its layers attached in a private mount namespace (Linux before "
+             "6.15)",
+             first->msg);
+    rc = idmap_overlay_assemble_attached(fds, n, lowerdir, tmp, l->extra_options, writable, err);
+  } else if (rc < 0) {
+    *err = first;
+    first = NULL;
   }
-  rc = fsmount(fs, FSMOUNT_CLOEXEC, owner_uid == (uid_t)-1 ? MOUNT_ATTR_RDONLY : 0);
-  if (rc < 0)
-    cm_error_set(err, errno, "fsmount overlay");
 out:
   for (size_t i = 0; i < n; i++)
     if (fds[i] >= 0)

@@ -6,7 +6,8 @@
  * never attached: so the runtime makes them before the child needs them and passes the fds.
  *
  * Measured on this kernel (6.18): ext4 and tmpfs can be idmapped; an overlay mount itself
- * cannot (EINVAL), but an overlay assembled over idmapped layers works. Such an overlay mounted
+ * cannot (EINVAL), but an overlay assembled over idmapped layers works (before 6.15 only once
+ * the layers are attached in the assembler's mount namespace: idmap_overlay does that itself). Such an overlay mounted
  * by root cannot write its upper layer through an idmap (its work dir is created with root's
  * ids, which the mapping cannot store: EOVERFLOW), so the runtime assembles it over a fresh
  * throwaway upper layer that is not idmapped but owned by the container's root (an overlay of
@@ -16,6 +17,7 @@
 #define CM_LINUX_IDMAP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "util/error.h"
@@ -50,5 +52,13 @@ void overlay_layers_free(struct overlay_layers *l);
  * away with the mount. Returns the mount fd. */
 int idmap_overlay(const struct overlay_layers *l, int userns_fd, uid_t owner_uid, gid_t owner_gid,
                   const char *upper_size, struct cm_error **err);
+
+/* idmap_overlay's way on kernels before 6.15, which refuse detached layer mounts: the overlay
+ * over the `n` detached mounts `layer_fds` (named by /proc/self/fd paths in `lowerdir`; `tmp` the
+ * throwaway upper's mount or -1) assembled by a child in a private mount namespace where they are
+ * attached. The layer mounts are used up: attached in the child's namespace, they go with it.
+ * Exported for its unit test, which runs it on any kernel. */
+int idmap_overlay_assemble_attached(const int *layer_fds, size_t n, const char *lowerdir, int tmp,
+                                    const char *extra_options, bool writable, struct cm_error **err);
 
 #endif

@@ -1,5 +1,6 @@
 /* linux/userns.c and linux/idmap.c, the parts that read files: /etc/subuid ranges, AppArmor's
- * user namespace restriction, and an overlay's layers from mountinfo. */
+ * user namespace restriction, an overlay's layers from mountinfo, and an overlay assembled over
+ * detached layers the way kernels before 6.15 need it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -138,11 +142,108 @@ static void test_overlay_layers(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+static int count_mounts(void) {
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  int n = 0, c;
+  if (f == NULL)
+    return -1;
+  while ((c = getc(f)) != EOF)
+    n += c == '\n';
+  fclose(f);
+  return n;
+}
+
+static int read_at(int dirfd, const char *name, char *buf, size_t size) {
+  int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t r = read(fd, buf, size - 1);
+  close(fd);
+  if (r < 0)
+    return -1;
+  buf[r] = '\0';
+  return 0;
+}
+
+/* idmap_overlay_assemble_attached, the way before Linux 6.15: two detached lower layers and a
+ * detached tmpfs holding upper/work, assembled by its child in a private mount namespace. The
+ * overlay it returns shows both lowers, takes a write into the upper, and our own mount table
+ * is what it was (the layers were attached only in the child's namespace). Runs on any kernel. */
+static void test_overlay_assembled_attached(void **state) {
+  if (geteuid() != 0)
+    skip();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char l1[160], l2[160], buf[64], lowerdir[128];
+    snprintf(l1, sizeof(l1), "%s/l1", dir);
+    snprintf(l2, sizeof(l2), "%s/l2", dir);
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+      _exit(10);
+    if (mkdir(l1, 0755) || mkdir(l2, 0755))
+      _exit(11);
+    write_file("l1/a", "one");
+    write_file("l1/c", "top");
+    write_file("l2/b", "two");
+    write_file("l2/c", "bottom");
+    int f1 = open_tree(AT_FDCWD, l1, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    int f2 = open_tree(AT_FDCWD, l2, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+    if (f1 < 0 || f2 < 0 || fs < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+      _exit(12);
+    int tmp = fsmount(fs, FSMOUNT_CLOEXEC, 0);
+    if (tmp < 0 || mkdirat(tmp, "upper", 0755) < 0 || mkdirat(tmp, "work", 0700) < 0)
+      _exit(13);
+    snprintf(lowerdir, sizeof(lowerdir), "/proc/self/fd/%d:/proc/self/fd/%d", f1, f2);
+    int layers[2] = {f1, f2};
+    int before = count_mounts();
+    struct cm_error *err = NULL;
+    int ov = idmap_overlay_assemble_attached(layers, 2, lowerdir, tmp, NULL, true, &err);
+    if (ov < 0) {
+      fprintf(stderr, "assemble: %s\n", err->msg);
+      _exit(14);
+    }
+    struct statfs sfs;
+    if (fstatfs(ov, &sfs) < 0 || sfs.f_type != OVERLAYFS_SUPER_MAGIC)
+      _exit(15);
+    if (read_at(ov, "a", buf, sizeof(buf)) || strcmp(buf, "one") || read_at(ov, "b", buf, sizeof(buf)) ||
+        strcmp(buf, "two") || read_at(ov, "c", buf, sizeof(buf)) || strcmp(buf, "top"))
+      _exit(16);
+    int w = openat(ov, "new", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (w < 0 || write(w, "x", 1) != 1)
+      _exit(17);
+    close(w);
+    if (faccessat(tmp, "upper/new", F_OK, 0) < 0)
+      _exit(18);
+    if (count_mounts() != before)
+      _exit(19);
+    /* Read-only, no upper: the write is refused. New clones: a detached mount attached in the
+     * child's namespace went with it. */
+    layers[0] = open_tree(AT_FDCWD, l1, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    layers[1] = open_tree(AT_FDCWD, l2, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    snprintf(lowerdir, sizeof(lowerdir), "/proc/self/fd/%d:/proc/self/fd/%d", layers[0], layers[1]);
+    int ro = idmap_overlay_assemble_attached(layers, 2, lowerdir, -1, NULL, false, &err);
+    if (ro < 0 || openat(ro, "new2", O_WRONLY | O_CREAT | O_CLOEXEC, 0644) >= 0)
+      _exit(20);
+    /* A layer that is not there: the child's error comes back. */
+    if (idmap_overlay_assemble_attached(layers, 2, "/proc/self/fd/999:/proc/self/fd/998", -1, NULL, false,
+                                        &err) >= 0 ||
+        err == NULL || strstr(err->msg, "overlay") == NULL)
+      _exit(21);
+    _exit(0);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_subid_ranges, setup, teardown),
       cmocka_unit_test_setup_teardown(test_apparmor_check, setup, teardown),
       cmocka_unit_test_setup_teardown(test_overlay_layers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_overlay_assembled_attached, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
