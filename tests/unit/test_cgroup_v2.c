@@ -578,13 +578,14 @@ static void test_delegate(void **state) {
   own = read_text("/proc/%d/cgroup", (int)exec);
   assert_non_null(strstr(own, want));
   free(own);
-  free(want);
   cgroup_free(leaf);
   ASSERT_OK(cgroup_add_process(again, spawn_sleeper(), &err)); /* the egress broker */
   char *procs_text = read_text(ROOT "%s/cgroup.procs", path);
   assert_string_equal(procs_text, "");
   free(procs_text);
   destroy_and_check(again, path);
+  free(want);
+  free(path);
 }
 
 int main(void) {

@@ -151,9 +151,9 @@ overlay_root() {
   local out st rc=0
   out=$(timeout 300 "$(dirname "$CODEMODE")/codemode-run" --profile ci --rootfs "$B/rootfs" -- \
     sh -c 'echo written >/overlay-root-check && cat /overlay-root-check && touch /etc/x && echo etc-writable' \
-    </dev/null 2>&1)
+    </dev/null 2>"$W/overlay-err")
   st=$?
-  echo "$out" | sed 's/^/# overlay: /'
+  { echo "$out"; cat "$W/overlay-err"; } | sed 's/^/# overlay: /'
   [ "$st" = 0 ] || { echo "codemode-run exited $st"; rc=1; }
   [ "$out" = "written
 etc-writable" ] || rc=1
