@@ -32,7 +32,7 @@ ci_job() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
   shift
   status=0
-  timeout --kill-after=10 300 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci \
+  timeout --kill-after=10 "${CM_CI_JOB_TIMEOUT:-300}" "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --profile ci \
     --env "CODEMODE_TEST_CONTAINER=$CM_TEST_TOKEN:$CID" "${opts[@]}" -- "$@" \
     </dev/null >"$TEST_DIR/out" 2>&1 3>&- || status=$?
   output=$(cat "$TEST_DIR/out")
@@ -99,6 +99,29 @@ nothing_left() {
   # What the job's uid 1000 made is not the user's to remove: a job removes it.
   ci_job --host --mount "$WS:/ws:rw" -- rm -f /ws/hello-1000 /ws/ready
   [ "$status" -eq 0 ]
+}
+
+@test "rootless ci: a real build: codemode's own make, as the job's root and as its uid 1000 (the user's subordinate id 100999)" {
+  [ "${CM_ROOTLESS_SUBUID:-0}" = 1 ]
+  # As tests/ci/ci.bats's root case, as this user: the source read-only (a copy of the user's:
+  # the repository's own test caches are root's), built in the job's throwaway root, once by its
+  # root and once by its uid 1000 in a tree of that user's.
+  mkdir "$WS/src"
+  tar -C "$CM_REPO" --exclude=./build --exclude=./.git --exclude="./tests/*/.work" -cf - . | tar -C "$WS/src" -xf -
+  CM_CI_JOB_TIMEOUT=900 ci_job --host --mount "$WS/src:/src:ro" -- sh -c '
+    set -e
+    mkdir /build && tar -C /src -cf - . | tar -C /build -xf -
+    make -C /build -j2 build/codemode >/dev/null
+    /build/build/codemode --version | head -1
+    mkdir /home-build && cp -a /build/src /build/Makefile /build/seccomp-profiles /build/scripts /home-build/
+    chown -R 1000:1000 /home-build
+    setpriv --reuid 1000 --regid 1000 --clear-groups env HOME=/home-build make -C /home-build -j2 build/codemode >/dev/null
+    setpriv --reuid 1000 --regid 1000 --clear-groups /home-build/build/codemode --version | head -1
+    stat -c "%u" /home-build/build/codemode'
+  [ "$status" -eq 0 ]
+  [ "$(grep -c "^codemode version" <<<"$output")" -eq 2 ]
+  [ "$(tail -1 <<<"$output")" = 1000 ]
+  nothing_left
 }
 
 @test "rootless ci: a --state directory two jobs share in sequence: made by codemode-run as the user's (0700); the second job's root reads and writes what the first left" {
