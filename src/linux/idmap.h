@@ -7,12 +7,12 @@
  *
  * Measured on this kernel (6.18): ext4 and tmpfs can be idmapped; an overlay mount itself
  * cannot (EINVAL), but an overlay assembled over idmapped layers works (before 6.15 only once
- * the layers are attached in the assembler's mount namespace: idmap_overlay does that itself). Such an overlay mounted
- * by root cannot write its upper layer through an idmap (its work dir is created with root's
- * ids, which the mapping cannot store: EOVERFLOW), so the runtime assembles it over a fresh
- * throwaway upper layer that is not idmapped but owned by the container's root (an overlay of
- * the config's own is assembled by the child instead, in its user namespace, from idmapped
- * layers the runtime opened: linux/rootfs.h). */
+ * the layers are attached in the assembler's mount namespace: idmap_overlay does that itself).
+ * Such an overlay mounted by root cannot write its upper layer through an idmap (its work dir
+ * is created with root's ids, which the mapping cannot store: EOVERFLOW), so the runtime
+ * assembles it over a fresh throwaway upper layer that is not idmapped but owned by the
+ * container's root (an overlay of the config's own is assembled by the child instead, in its
+ * user namespace, from idmapped layers the runtime opened: linux/rootfs.h). */
 #ifndef CM_LINUX_IDMAP_H
 #define CM_LINUX_IDMAP_H
 
