@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -260,4 +261,48 @@ struct cgroup_v1_hierarchy *cg_v1_find(const struct cgroup *cg, const char *cont
     }
   }
   return NULL;
+}
+
+/* The kernel refuses a quota below the burst, and a burst above the quota: a quota written
+ * under an older, larger burst (an update that lowers it) fails with EINVAL. The burst is
+ * then zeroed (always valid), the quota written again, and the new burst follows (the
+ * caller's cg_write_cpu_burst). One write on the usual path; the retry only when it fails. */
+int cg_write_cpu_quota(const char *dir, const char *file, const char *value, const char *field,
+                       const struct spec_cpu *c, const char *burst_file, struct cm_error **err) {
+  struct cm_error *first = NULL;
+  if (cg_write(dir, file, value, field, &first) == 0)
+    return 0;
+  if (first->errnum != EINVAL || !c->burst.set || !cg_file_exists(dir, burst_file)) {
+    if (err != NULL && *err == NULL)
+      *err = first;
+    else
+      cm_error_free(first);
+    return -1;
+  }
+  cm_error_free(first);
+  if (cg_write(dir, burst_file, "0", "linux.resources.cpu.burst", err) < 0)
+    return -1;
+  return cg_write(dir, file, value, field, err);
+}
+
+int cg_write_cpu_burst(const char *dir, const struct spec_cpu *c, const char *burst_file,
+                       struct cm_error **err) {
+  if (!c->burst.set)
+    return 0;
+  struct cm_error *e = NULL;
+  if (cg_writef(dir, burst_file, "linux.resources.cpu.burst", &e, "%" PRIu64, c->burst.value) == 0)
+    return 0;
+  /* A profile's own burst (spec.h) on a kernel before 5.14, which has no such file: the
+   * limit it refines (the quota) holds without it. */
+  if (c->burst_optional && e->errnum == ENOENT) {
+    cm_debug("linux.resources.cpu.burst: %s/%s does not exist (Linux < 5.14): the profile's burst is not set",
+             dir, burst_file);
+    cm_error_free(e);
+    return 0;
+  }
+  if (err != NULL && *err == NULL)
+    *err = e;
+  else
+    cm_error_free(e);
+  return -1;
 }

@@ -65,6 +65,13 @@ int cg_writef(const char *dir, const char *file, const char *field, struct cm_er
 /* Read dir/file into a malloc'd NUL-terminated string (trailing newline kept). NULL + err. */
 char *cg_read(const char *dir, const char *file, struct cm_error **err);
 bool cg_file_exists(const char *dir, const char *file);
+/* The quota of cpu (v1 cpu.cfs_quota_us, v2 cpu.max) and its burst_file (cpu.cfs_burst_us,
+ * cpu.max.burst): a quota below the current burst is written after zeroing the burst. */
+int cg_write_cpu_quota(const char *dir, const char *file, const char *value, const char *field,
+                       const struct spec_cpu *c, const char *burst_file, struct cm_error **err);
+/* c->burst to burst_file when set; a profile's optional burst skipped where the kernel has none. */
+int cg_write_cpu_burst(const char *dir, const struct spec_cpu *c, const char *burst_file,
+                       struct cm_error **err);
 /* mkdir -p base + path; *existing_depth receives how many components of path already existed.
  * Returns 1 when this call made the leaf, 0 when it was there already. */
 int cg_mkdir_p(const char *base, const char *path, int *existing_depth, struct cm_error **err);

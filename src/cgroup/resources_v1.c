@@ -153,9 +153,10 @@ static int v1_cpu(const char *dir, const struct spec_cpu *c, struct cm_error **e
         return -1;
     }
   }
-  if (quota_set && cg_write(dir, "cpu.cfs_quota_us", quota, F("cpu.quota"), err) < 0)
+  if (quota_set &&
+      cg_write_cpu_quota(dir, "cpu.cfs_quota_us", quota, F("cpu.quota"), c, "cpu.cfs_burst_us", err) < 0)
     return -1;
-  if (c->burst.set && cg_writef(dir, "cpu.cfs_burst_us", F("cpu.burst"), err, "%" PRIu64, c->burst.value) < 0)
+  if (cg_write_cpu_burst(dir, c, "cpu.cfs_burst_us", err) < 0)
     return -1;
   if (c->realtime_period.set && c->realtime_period.value != 0 &&
       cg_writef(dir, "cpu.rt_period_us", F("cpu.realtimePeriod"), err, "%" PRIu64, c->realtime_period.value) < 0)

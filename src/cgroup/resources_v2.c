@@ -134,11 +134,13 @@ int cg_v2_apply_cpu(const char *dir, const struct spec_cpu *c, struct cm_error *
     else
       snprintf(quota, sizeof(quota), "%s", old_quota);
     unsigned long long period = c->period.set && c->period.value != 0 ? (unsigned long long)c->period.value : old_period;
-    if (cg_writef(dir, "cpu.max", quota_set ? F("cpu.quota") : F("cpu.period"), err, "%s %llu", quota, period) <
-        0)
+    char max[64];
+    snprintf(max, sizeof(max), "%s %llu", quota, period);
+    if (cg_write_cpu_quota(dir, "cpu.max", max, quota_set ? F("cpu.quota") : F("cpu.period"), c, "cpu.max.burst",
+                           err) < 0)
       return -1;
   }
-  if (c->burst.set && cg_writef(dir, "cpu.max.burst", F("cpu.burst"), err, "%" PRIu64, c->burst.value) < 0)
+  if (cg_write_cpu_burst(dir, c, "cpu.max.burst", err) < 0)
     return -1;
   if (c->idle.set && cg_writef(dir, "cpu.idle", F("cpu.idle"), err, "%" PRId64, c->idle.value) < 0)
     return -1;

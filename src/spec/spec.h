@@ -200,6 +200,9 @@ struct spec_memory {
 struct spec_cpu {
   bool present;
   struct spec_opt_u64 shares, period, realtime_period, burst;
+  /* burst is a profile's own (not the config's): skipped on a kernel without the file
+   * (cpu.cfs_burst_us, cpu.max.burst: Linux 5.14), where the config's would be an error. */
+  bool burst_optional;
   struct spec_opt_i64 quota, realtime_runtime, idle;
   char *cpus, *mems;
 };

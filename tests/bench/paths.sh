@@ -99,7 +99,7 @@ chmod 1777 "$work/raw"
 # What the mcp profile makes of a bundle's config (policy explain lists it), for `codemode run`
 # as its base: the user namespace as the profile's range maps it (as root: the first range of
 # codemode's pool; as a user: the bundle's own), cgroup and network namespaces, no capabilities,
-# no_new_privs, oomScoreAdj 1000, RLIMIT_CORE 0, a 64 MiB /tmp, 512 MiB / 256 pids / 1 CPU and
+# no_new_privs, oomScoreAdj 1000, RLIMIT_CORE 0, a 64 MiB /tmp, 512 MiB / 256 pids / 1 CPU (burst: one quota) and
 # deny-all devices, and mcp.json as the config's one filter (codemode stacks it on the config's,
 # which has none). As root the root is read-only.
 sc_conv='{defaultAction, defaultErrnoRet, architectures: ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
@@ -123,7 +123,7 @@ mcp_resulting() { # SRC-BUNDLE DST-BUNDLE ROOT(1|0)
     | .process.rlimits = [{type: "RLIMIT_NOFILE", soft: 1024, hard: 4096}, {type: "RLIMIT_CORE", soft: 0, hard: 0}]
     | .mounts += [{destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777", "size=64m"]}]
     | .linux.resources = {devices: [{allow: false, access: "rwm"}], memory: {limit: 536870912, swap: 536870912},
-                          pids: {limit: 256}, cpu: {quota: 100000, period: 100000}}
+                          pids: {limit: 256}, cpu: {quota: 100000, period: 100000, burst: 100000}}
     | .linux.seccomp = $sc[0]' "$1/config.json" >"$2/config.json"
   chmod 0755 "$2"
   chmod 0644 "$2/config.json"

@@ -375,7 +375,8 @@ measure_rootless() {
 # runc and crun: the profile's changes (policy explain lists them) done in jq: new user (the first
 # range codemode's pool would give: files are nobody's, /bin/true still runs), cgroup and network
 # namespaces, no capabilities, no_new_privs, oomScoreAdj 1000, RLIMIT_NOFILE 1024/4096 and
-# RLIMIT_CORE 0, read-only root, a 64 MiB /tmp, 512 MiB / 256 pids / 1 CPU, deny-all devices, and
+# RLIMIT_CORE 0, read-only root, a 64 MiB /tmp, 512 MiB / 256 pids / 1 CPU (burst: one quota),
+# deny-all devices, and
 # seccomp-profiles/mcp.json as the one filter (codemode stacks it on the config's, which has none).
 holder=
 mcp_setup() {
@@ -396,7 +397,7 @@ mcp_setup() {
     | .process.rlimits = [{type: "RLIMIT_NOFILE", soft: 1024, hard: 4096}, {type: "RLIMIT_CORE", soft: 0, hard: 0}]
     | .mounts += [{destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777", "size=64m"]}]
     | .linux.resources = {devices: [{allow: false, access: "rwm"}], memory: {limit: 536870912, swap: 536870912},
-                          pids: {limit: 256}, cpu: {quota: 100000, period: 100000}}
+                          pids: {limit: 256}, cpu: {quota: 100000, period: 100000, burst: 100000}}
     | .linux.seccomp = $sc[0]' "$true_bundle/config.json" >"$work/mcpcfg/config.json" || return 1
   # The holder: a private namespace made from the host's view before we entered ours
   # (bench_enter_cgroup2, BENCH_WANT_HOLDER).

@@ -369,23 +369,29 @@ make_loop_fs() { # make_loop_fs: an ext4 image in the test dir on a loop device,
 
 # --- §3: update -------------------------------------------------------------------------------
 
-# limits: "MEMORY PIDS CPU-QUOTA" of $CID's cgroup, from cgroup v1 files or their v2 equivalents.
+# limits: "MEMORY PIDS CPU-QUOTA CPU-BURST" of $CID's cgroup, from cgroup v1 files or their v2
+# equivalents.
 limits() {
-  local pid list rel mem='' pids='' quota=''
+  local pid list rel mem='' pids='' quota='' burst=''
   pid=$(state_field "$CID" pid)
   while IFS=: read -r _ list rel; do
     case ",$list," in
       *,memory,*) mem=$(cat "/sys/fs/cgroup/$list$rel/memory.limit_in_bytes" 2>/dev/null) ;;
     esac
     case ",$list," in *,pids,*) pids=$(cat "/sys/fs/cgroup/$list$rel/pids.max" 2>/dev/null) ;; esac
-    case ",$list," in *,cpu,*) quota=$(cat "/sys/fs/cgroup/$list$rel/cpu.cfs_quota_us" 2>/dev/null) ;; esac
+    case ",$list," in *,cpu,*)
+      quota=$(cat "/sys/fs/cgroup/$list$rel/cpu.cfs_quota_us" 2>/dev/null)
+      burst=$(cat "/sys/fs/cgroup/$list$rel/cpu.cfs_burst_us" 2>/dev/null)
+      ;;
+    esac
     if [ -z "$list" ] && [ -e "/sys/fs/cgroup$rel/memory.max" ]; then
       mem=$(cat "/sys/fs/cgroup$rel/memory.max")
       pids=$(cat "/sys/fs/cgroup$rel/pids.max")
       quota=$(cut -d' ' -f1 "/sys/fs/cgroup$rel/cpu.max")
+      burst=$(cat "/sys/fs/cgroup$rel/cpu.max.burst")
     fi
   done <"/proc/$pid/cgroup"
-  echo "$mem $pids $quota"
+  echo "$mem $pids $quota $burst"
 }
 
 @test "hostile caller: update cannot loosen an mcp container: limits are clamped, raw files and device rules refused, also without --profile" {
@@ -394,24 +400,25 @@ limits() {
   [ "$status" -eq 0 ]
   run_cm start "$CID"
   [ "$status" -eq 0 ]
-  [ "$(limits)" = "536870912 256 100000" ]
+  [ "$(limits)" = "536870912 256 100000 100000" ]
   run_cm --profile mcp update --memory 4g --pids-limit -1 --cpu-quota -1 "$CID"
   [ "$status" -eq 0 ]
   [[ $stderr == *"clamped to the profile"*"memory.limit"* ]]
-  [ "$(limits)" = "536870912 256 100000" ]
-  # A shorter period alone would raise the share of the same quota.
+  [ "$(limits)" = "536870912 256 100000 100000" ]
+  # A shorter period alone would raise the share of the same quota. The quota it brings is below
+  # the burst of create, which the kernel refuses until the burst is lowered (cgroup/files.c).
   run_cm --profile mcp update --cpu-period 10000 "$CID"
   [ "$status" -eq 0 ]
-  [ "$(limits)" = "536870912 256 10000" ]
+  [ "$(limits)" = "536870912 256 10000 10000" ]
   # The profile recorded at create applies without --profile too.
   echo '{"memory": {"limit": -1}, "pids": {"limit": 100000}}' >"$TEST_DIR/res.json"
   run_cm update --resources "$TEST_DIR/res.json" "$CID"
   [ "$status" -eq 0 ]
-  [ "$(limits)" = "536870912 256 10000" ]
+  [ "$(limits)" = "536870912 256 10000 10000" ]
   # A lower limit is kept.
   run_cm update --memory 128m --pids-limit 10 "$CID"
   [ "$status" -eq 0 ]
-  [ "$(limits)" = "134217728 10 10000" ]
+  [ "$(limits)" = "134217728 10 10000 10000" ]
   echo '{"unified": {"memory.max": "max"}}' >"$TEST_DIR/res.json"
   run_cm update --resources "$TEST_DIR/res.json" "$CID"
   refused_clearly "profile mcp" "unified" "fix:"
@@ -420,7 +427,14 @@ limits() {
   refused_clearly "profile mcp" "devices"
   run_cm update --memory-swap -1 "$CID"
   refused_clearly "memory.swap" "fix:"
-  [ "$(limits)" = "134217728 10 10000" ]
+  [ "$(limits)" = "134217728 10 10000 10000" ]
+  # A burst above its quota is lowered to it (the period is the profile's again: given with
+  # the quota, as at create).
+  echo '{"cpu": {"quota": 5000, "burst": 1000000}}' >"$TEST_DIR/res.json"
+  run_cm update --resources "$TEST_DIR/res.json" "$CID"
+  [ "$status" -eq 0 ]
+  [[ $stderr == *"cpu.burst: 1000000 -> 5000"* ]]
+  [ "$(limits)" = "134217728 10 5000 5000" ]
 }
 
 @test "hostile caller: linux.resources.unified cannot set the limits behind the profile's back at create" {

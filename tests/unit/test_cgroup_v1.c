@@ -362,6 +362,45 @@ static void test_update(void **state) {
   free(path);
 }
 
+/* cpu.burst on the kernel's files: written after the quota at create; a quota lowered below the
+ * burst (refused by the kernel while the burst is larger) goes in after the burst is zeroed. */
+static void test_cpu_burst(void **state) {
+  char *path = test_cgroup_name();
+  struct spec_linux l = {0};
+  l.cgroups_path = path;
+  l.resources.cpu.quota = (struct spec_opt_i64){true, 100000};
+  l.resources.cpu.period = (struct spec_opt_u64){true, 100000};
+  l.resources.cpu.burst = (struct spec_opt_u64){true, 100000};
+  l.resources.cpu.burst_optional = true;
+  struct cgroup *cg = NULL;
+  ASSERT_OK(cgroup_create("cm-test", &l, CGROUP_MANAGER_CGROUPFS, &cg, &err));
+  assert_file("cpu", path, "cpu.cfs_quota_us", "100000");
+  assert_file("cpu", path, "cpu.cfs_burst_us", "100000");
+  struct spec_resources r = {0};
+  r.cpu.quota = (struct spec_opt_i64){true, 10000};
+  r.cpu.burst = (struct spec_opt_u64){true, 5000};
+  ASSERT_OK(cgroup_update(cg, &r, &err));
+  assert_file("cpu", path, "cpu.cfs_quota_us", "10000");
+  assert_file("cpu", path, "cpu.cfs_burst_us", "5000");
+  /* Without a burst to give, a quota below the current burst is the kernel's refusal (runc's too), named. */
+  r.cpu.quota.value = 1000;
+  r.cpu.burst.set = false;
+  char want[256];
+  snprintf(want, sizeof(want),
+           "linux.resources.cpu.quota: write 1000 to /sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", path);
+  ASSERT_FAILS_WITH(cgroup_update(cg, &r, &err), want);
+  /* A burst above the quota: the config's is an error that names it. */
+  r.cpu.quota.set = false;
+  r.cpu.burst = (struct spec_opt_u64){true, 20000};
+  snprintf(want, sizeof(want),
+           "linux.resources.cpu.burst: write 20000 to /sys/fs/cgroup/cpu%s/cpu.cfs_burst_us", path);
+  ASSERT_FAILS_WITH(cgroup_update(cg, &r, &err), want);
+  ASSERT_OK(cgroup_destroy(cg, &err));
+  cgroup_free(cg);
+  assert_gone(path);
+  free(path);
+}
+
 int main(void) {
   struct statfs st;
   if (statfs("/sys/fs/cgroup", &st) < 0 || st.f_type == CGROUP2_SUPER_MAGIC || geteuid() != 0) {
@@ -379,6 +418,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_hybrid_hugetlb, teardown),
       cmocka_unit_test_teardown(test_reuse_only_when_empty, teardown),
       cmocka_unit_test_teardown(test_update, teardown),
+      cmocka_unit_test_teardown(test_cpu_burst, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -440,6 +440,7 @@ static void test_resources(void **state) {
   r->pids_limit = 20;
   r->cpu.shares = (struct spec_opt_u64){true, 1024};
   r->cpu.quota = (struct spec_opt_i64){true, 50000};
+  r->cpu.burst = (struct spec_opt_u64){true, 50000};
   if (!root_has("memory") || !root_has("pids") || !root_has("cpu")) {
     /* This machine's unified view: the error names the field and the missing controller. */
     l.cgroups_path = path;
@@ -456,6 +457,15 @@ static void test_resources(void **state) {
   assert_file(path, "pids.max", "20");
   assert_file(path, "cpu.weight", "39"); /* 1 + (1022 * 9999) / 262142 */
   assert_file(path, "cpu.max", "50000 100000");
+  assert_file(path, "cpu.max.burst", "50000");
+  /* A quota below the burst (the kernel refuses it while the burst is larger) goes in after
+   * the burst is zeroed, and the new burst follows. */
+  struct spec_resources u = {0};
+  u.cpu.quota = (struct spec_opt_i64){true, 10000};
+  u.cpu.burst = (struct spec_opt_u64){true, 5000};
+  ASSERT_OK(cgroup_update(cg, &u, &err));
+  assert_file(path, "cpu.max", "10000 100000");
+  assert_file(path, "cpu.max.burst", "5000");
   destroy_and_check(cg, path);
   free(path);
 }

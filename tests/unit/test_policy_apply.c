@@ -129,7 +129,7 @@ static void test_default_changes_nothing(void **state) {
 static void test_mcp_looser_limits_get_the_profiles(void **state) {
   char *json = config_json("100000", "100000",
                            "\"memory\":{\"limit\":1073741824,\"swap\":2147483648},\"pids\":{\"limit\":1000},"
-                           "\"cpu\":{\"quota\":200000,\"period\":100000}",
+                           "\"cpu\":{\"quota\":200000,\"period\":100000,\"burst\":400000}",
                            NULL, NULL);
   struct spec *s = load(json);
   struct policy_result r;
@@ -140,6 +140,9 @@ static void test_mcp_looser_limits_get_the_profiles(void **state) {
   assert_int_equal(res->pids_limit, 256);
   assert_int_equal(res->cpu.quota.value, 100000);
   assert_int_equal(res->cpu.period.value, 100000);
+  assert_int_equal(res->cpu.burst.value, 100000); /* one quota at most */
+  assert_false(res->cpu.burst_optional);          /* the config's: an error where unsupported */
+  assert_true(report_mentions(&r, "cpu.burst: 400000 -> 100000"));
   assert_int_equal(rlimit(s, RLIMIT_NOFILE)->soft, 1024);
   assert_int_equal(rlimit(s, RLIMIT_NOFILE)->hard, 4096);
   assert_non_null(rlimit(s, RLIMIT_CORE));
@@ -164,6 +167,12 @@ static void test_mcp_unset_limits_are_set(void **state) {
   assert_int_equal(res->pids_limit, 256);
   assert_true(res->cpu.quota.set);
   assert_int_equal(res->cpu.quota.value, (int64_t)res->cpu.period.value);
+  /* The quota's burst: unused time spent later, one quota at most (skipped where the kernel
+   * has no such file: optional). */
+  assert_true(res->cpu.burst.set);
+  assert_int_equal(res->cpu.burst.value, res->cpu.period.value);
+  assert_true(res->cpu.burst_optional);
+  assert_true(report_mentions(&r, "cpu.burst: set to 100000"));
   policy_result_free(&r);
   spec_free(s);
   free(json);
@@ -182,6 +191,7 @@ static void test_mcp_stricter_limits_are_kept(void **state) {
   assert_int_equal(res->memory.swap.value, 134217728);
   assert_int_equal(res->pids_limit, 10);
   assert_int_equal(res->cpu.quota.value, 50000);
+  assert_int_equal(res->cpu.burst.value, 50000); /* its quota's */
   assert_int_equal(rlimit(s, RLIMIT_NOFILE)->soft, 100);
   assert_int_equal(rlimit(s, RLIMIT_NOFILE)->hard, 200);
   assert_false(report_mentions(&r, "memory.limit"));

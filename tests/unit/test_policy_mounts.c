@@ -284,12 +284,26 @@ static void test_update_clamps_to_the_profile(void **state) {
   assert_int_equal(r.pids_limit, 256);
   assert_int_equal(r.cpu.quota.value, 100000);
   assert_int_equal(r.cpu.period.value, 100000);
-  assert_int_equal(r.cpu.burst.value, 0);
+  /* A burst at most one quota: kept. */
+  assert_int_equal(r.cpu.burst.value, 100000);
+  assert_false(r.cpu.burst_optional);
   spec_resources_free(&r);
-  /* A shorter period alone keeps at most one CPU. */
+  /* A shorter period alone keeps at most one CPU; its burst follows the quota. */
   assert_int_equal(update("mcp", NULL, "{\"cpu\":{\"period\":10000}}", &r, &msg), 0);
   assert_int_equal(r.cpu.period.value, 10000);
   assert_int_equal(r.cpu.quota.value, 10000);
+  assert_true(r.cpu.burst.set);
+  assert_int_equal(r.cpu.burst.value, 10000);
+  assert_true(r.cpu.burst_optional);
+  spec_resources_free(&r);
+  /* A burst above its quota is lowered to it; alone, to one period's quota at most. */
+  assert_int_equal(update("mcp", NULL, "{\"cpu\":{\"quota\":5000,\"burst\":90000}}", &r, &msg), 0);
+  assert_int_equal(r.cpu.quota.value, 5000);
+  assert_int_equal(r.cpu.burst.value, 5000);
+  spec_resources_free(&r);
+  assert_int_equal(update("mcp", NULL, "{\"cpu\":{\"burst\":900000}}", &r, &msg), 0);
+  assert_false(r.cpu.quota.set);
+  assert_int_equal(r.cpu.burst.value, 100000);
   spec_resources_free(&r);
   /* Stricter values are kept. */
   assert_int_equal(update("mcp", NULL, "{\"memory\":{\"limit\":1048576},\"pids\":{\"limit\":5}}", &r, &msg),
