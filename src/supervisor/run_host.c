@@ -117,6 +117,36 @@ static int attach_at(int mnt, const char *path, int dir_fd, const char *name, bo
   return 0;
 }
 
+/* An /etc entry that is a symlink into /usr on the host (localtime -> /usr/share/zoneinfo/Etc/UTC,
+ * os-release -> ../usr/lib/os-release) is the same symlink in the container, where it resolves
+ * in the host's /usr bound read-only: the program sees what it sees on the host. A bind of the
+ * resolved file would lose the name, and ICU (node, every JavaScript runtime) then finds its
+ * time zone by reading and comparing every file of /usr/share/zoneinfo: 1367 opens, ~50 ms of
+ * an npx start (issue 27). Only a target that is under /usr once normalized (no "..", which
+ * could climb out of it): anything else is bound as before. A symlink cannot lead outside the
+ * container's root wherever it points; the check keeps it from dangling. */
+static bool etc_link_into_usr(const char *name, char *target, size_t size) {
+  char host[PATH_MAX];
+  snprintf(host, sizeof(host), "/etc/%s", name);
+  ssize_t n = readlink(host, target, size - 1);
+  if (n <= 0 || (size_t)n >= size - 1)
+    return false;
+  target[n] = '\0';
+  /* Relative to /etc: one "../" out of it (entries in a subdirectory, default/locale, are bound). */
+  const char *rest = target;
+  if (strchr(name, '/') != NULL)
+    return false;
+  if (target[0] != '/') {
+    if (strncmp(target, "../", 3) != 0)
+      return false;
+    rest = target + 2; /* "/usr/..." */
+  }
+  if (strncmp(rest, "/usr/", 5) != 0 || strstr(rest, "/../") != NULL || strstr(rest, "/./") != NULL)
+    return false;
+  struct stat st;
+  return stat(host, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+}
+
 /* Binds as mounts of the config (the runtime makes each), for a root that becomes an overlay:
  * an overlay shows its lower directory's own files, never what is mounted on them. */
 static const char *const ro_bind[] = {"bind", "ro", "nosuid", "nodev", NULL};
@@ -169,9 +199,19 @@ int run_host_root(struct spec *s, size_t first_user_mount, bool overlay_root, st
   cleanup_close int etc = openat(rfd, "etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (etc < 0)
     return cm_error_set(err, errno, "--host: open %s/etc", root);
+  bool usr_bound = false;
+  for (size_t i = 0; i < s->root_tree_mounts.count; i++)
+    usr_bound |= strcmp(s->root_tree_mounts.items[i], "/usr") == 0;
+  for (size_t i = 0; i < s->n_mounts; i++)
+    usr_bound |= s->mounts[i].trusted && strcmp(s->mounts[i].destination, "/usr") == 0;
   for (size_t i = 0; i < sizeof(etc_allowed) / sizeof(etc_allowed[0]); i++) {
-    char host[PATH_MAX];
+    char host[PATH_MAX], target[PATH_MAX];
     snprintf(host, sizeof(host), "/etc/%s", etc_allowed[i]);
+    if (usr_bound && etc_link_into_usr(etc_allowed[i], target, sizeof(target))) {
+      if (symlinkat(target, etc, etc_allowed[i]) < 0)
+        return cm_error_set(err, errno, "--host: symlink %s/etc/%s", root, etc_allowed[i]);
+      continue;
+    }
     if (overlay_root) {
       struct stat st;
       /* stat, not lstat: resolv.conf is often a symlink into /run; what it points at is bound. */

@@ -253,6 +253,29 @@ esc() { escape_run 60 "${PROFILE:-mcp}" "$@"; }
   ! awk '$5 ~ /^\/usr\// {print}' <<<"$output" | grep .
 }
 
+@test "codemode-run --host: an /etc symlink into /usr is the same symlink (localtime: ICU names its zone without reading all of zoneinfo)" {
+  # Where the host's entry is a symlink into /usr, the container has the symlink (resolved in the
+  # host's /usr, bound read-only); a bind of the resolved file lost the zone's name, and node's
+  # ICU then opened every file of /usr/share/zoneinfo to find it (issue 27).
+  local f want='' got
+  for f in localtime os-release; do
+    [ -L "/etc/$f" ] && case $(readlink "/etc/$f") in /usr/* | ../usr/*) want+="$f $(readlink "/etc/$f");" ;; esac
+  done
+  [ -n "$want" ] || skip "neither /etc/localtime nor /etc/os-release is a symlink into /usr here"
+  for mode in --host "--host --ephemeral"; do
+    # shellcheck disable=SC2086 # two words for the second mode
+    run timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" $mode -- /bin/sh -c \
+      'for f in localtime os-release; do [ -L /etc/$f ] && printf "%s %s;" $f "$(readlink /etc/$f)"; done; echo; cat /etc/os-release >/dev/null && echo readable' </dev/null
+    echo "# $mode: $output" >&3
+    [ "$status" -eq 0 ]
+    got=$(grep ';' <<<"$output" || true)
+    for f in localtime os-release; do
+      case $want in *"$f "*) [[ $got == *"$(grep -o "$f [^;]*;" <<<"$want")"* ]] ;; esac
+    done
+    [[ $output == *readable* ]]
+  done
+}
+
 @test "codemode-run --host --ephemeral: the host's programs under a writable throwaway root, their binds still read-only" {
   # An overlay root shows its lower directory's files, never what is mounted on them: the binds
   # must be the root's mounts, not mounts under its lower layer (they once vanished: sh not found).
