@@ -20,7 +20,9 @@
 #              end to end, never intercepted (no secret): the broker relays bytes through
 #              64 KiB buffers each way (BROKER_BUF), recv/send on epoll; the session is
 #              curl's, so requests after a round's first may resume it (its session cache is on),
-#              the same in the three modes. curl's time_total, medians.
+#              the same in the three modes. curl's time_total, medians; and where it went
+#              (TCP connected, TLS done, first byte: the relay adds a hop to each round trip of
+#              the handshake and the request, its copy of the body is no slower than direct).
 #   100 conns  100 concurrent HTTPS requests (Node fetch, one connection each) through one
 #              broker: all must succeed, and the audit log must show 100 connections
 #
@@ -129,7 +131,10 @@ per=$(((n + rounds - 1) / rounds))
 url=https://api.allowed.test/bytes/1048576
 urls=()
 for ((i = 0; i < per; i++)); do urls+=(-o /dev/null "$url"); done
-curl_times=(-sS -w '%{time_total}\n' -H 'Connection: close')
+# time_total first (the figure judged), then where it went: TCP connected (to the broker when
+# proxied), TLS done (through the relay; with CONNECT's round trip and the broker's upstream
+# connect before it), first byte of the answer.
+curl_times=(-sS -w '%{time_total} %{time_connect} %{time_appconnect} %{time_starttransfer}\n' -H 'Connection: close')
 log "1 MB HTTPS: $((per * rounds)) requests each directly, through the proxy, transparently ($rounds rounds)"
 : >"$work/direct.txt"
 : >"$work/proxy.txt"
@@ -146,8 +151,10 @@ for ((r = 1; r <= rounds; r++)); do
       >>"$work/$mode.txt" 2>"$work/$mode.err" || { log "$mode: $(tail -1 "$work/$mode.err")"; failed=1; }
   done
 done
-ms() { awk '{ print $1 * 1000 }' "$work/$1.txt" | median; }
+ms() { awk -v c="${2:-1}" '{ print $c * 1000 }' "$work/$1.txt" | median; }
 d=$(ms direct) p=$(ms proxy) t=$(ms transparent)
+# phases MODE: "connect / TLS done / first byte", medians of each, ms since the request began.
+phases() { printf '%s / %s / %s' "$(ms "$1" 2)" "$(ms "$1" 3)" "$(ms "$1" 4)"; }
 ratio() { awk -v a="$1" -v b="$d" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }'; }
 
 # --- 100 concurrent connections ----------------------------------------------------------------------------
@@ -191,6 +198,9 @@ mkdir -p "$results"
   echo "| 1 MiB HTTPS, direct | $d ms | |"
   echo "| 1 MiB HTTPS, through the proxy | $p ms ($(ratio "$p") × direct) | ≤ 1.10 × |"
   echo "| 1 MiB HTTPS, transparent | $t ms ($(ratio "$t") × direct) | ≤ 1.10 × |"
+  echo "| where it went, direct: TCP connected / TLS done / first byte | $(phases direct) ms | |"
+  echo "| the same, through the proxy | $(phases proxy) ms | |"
+  echo "| the same, transparent | $(phases transparent) ms | |"
   echo "| 100 concurrent HTTPS connections, one broker | ${conc_ok:-0}/100 ok, $conc_conns in the audit log, ${conc_ms:-?} ms | 100, no failure |"
 } >"$results/egress.md"
 cat "$results/egress.md"
