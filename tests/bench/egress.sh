@@ -22,7 +22,7 @@
 #              curl's, so requests after a round's first may resume it (its session cache is on),
 #              the same in the three modes. curl's time_total, medians; and where it went
 #              (TCP connected, TLS done, first byte: the relay adds a hop to each round trip of
-#              the handshake and the request, its copy of the body is no slower than direct).
+#              the handshake and of the request; the rest of time_total is the body).
 #   100 conns  100 concurrent HTTPS requests (Node fetch, one connection each) through one
 #              broker: all must succeed, and the audit log must show 100 connections
 #
