@@ -141,7 +141,10 @@ static bool etc_link_into_usr(const char *name, char *target, size_t size) {
       return false;
     rest = target + 2; /* "/usr/..." */
   }
-  if (strncmp(rest, "/usr/", 5) != 0 || strstr(rest, "/../") != NULL || strstr(rest, "/./") != NULL)
+  size_t len = strlen(rest);
+  bool dots = strstr(rest, "/../") != NULL || strstr(rest, "/./") != NULL ||
+              (len >= 3 && strcmp(rest + len - 3, "/..") == 0) || (len >= 2 && strcmp(rest + len - 2, "/.") == 0);
+  if (strncmp(rest, "/usr/", 5) != 0 || dots)
     return false;
   struct stat st;
   return stat(host, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
