@@ -26,8 +26,10 @@ cat >/run/cmvm-ci-img.json <<JSON
 JSON
 python3 "$CMVM_REPO/tests/image/mkimage.py" /run/cmvm-ci-img.json /run/cmvm-ci-img.tar
 # The guest's / is an overlay over 9p: the job's rootfs goes on a tmpfs, which can be idmapped.
-# The template in /tmp is not needed any more.
-mount -t tmpfs -o mode=1777 tmpfs /tmp
+# Its own, not one over /tmp: that hid a repo cloned under /tmp (the script itself, the bundle
+# maker, the binaries), and the guest ran nothing until its timeout.
+mkdir -p "$W"
+mount -t tmpfs -o mode=1777 tmpfs "$W"
 # The job's image: podman, crun and conmon with no containers.conf of their own; the test image
 # and the job's files in its /ws.
 B=$W/podman
