@@ -263,6 +263,14 @@ struct cgroup_v1_hierarchy *cg_v1_find(const struct cgroup *cg, const char *cont
   return NULL;
 }
 
+int cg_pass_error(struct cm_error **err, struct cm_error *e) {
+  if (err != NULL && *err == NULL)
+    *err = e;
+  else
+    cm_error_free(e);
+  return -1;
+}
+
 /* The kernel refuses a quota below the burst, and a burst above the quota: a quota written
  * under an older, larger burst (an update that lowers it) fails with EINVAL. The burst is
  * then zeroed (always valid), the quota written again, and the new burst follows (the
@@ -272,13 +280,8 @@ int cg_write_cpu_quota(const char *dir, const char *file, const char *value, con
   struct cm_error *first = NULL;
   if (cg_write(dir, file, value, field, &first) == 0)
     return 0;
-  if (first->errnum != EINVAL || !c->burst.set || !cg_file_exists(dir, burst_file)) {
-    if (err != NULL && *err == NULL)
-      *err = first;
-    else
-      cm_error_free(first);
-    return -1;
-  }
+  if (first->errnum != EINVAL || !c->burst.set || !cg_file_exists(dir, burst_file))
+    return cg_pass_error(err, first);
   cm_error_free(first);
   if (cg_write(dir, burst_file, "0", "linux.resources.cpu.burst", err) < 0)
     return -1;
@@ -300,9 +303,5 @@ int cg_write_cpu_burst(const char *dir, const struct spec_cpu *c, const char *bu
     cm_error_free(e);
     return 0;
   }
-  if (err != NULL && *err == NULL)
-    *err = e;
-  else
-    cm_error_free(e);
-  return -1;
+  return cg_pass_error(err, e);
 }

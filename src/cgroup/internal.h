@@ -65,6 +65,8 @@ int cg_writef(const char *dir, const char *file, const char *field, struct cm_er
 /* Read dir/file into a malloc'd NUL-terminated string (trailing newline kept). NULL + err. */
 char *cg_read(const char *dir, const char *file, struct cm_error **err);
 bool cg_file_exists(const char *dir, const char *file);
+/* Hand an error kept aside to the caller (who may have passed err == NULL); returns -1. */
+int cg_pass_error(struct cm_error **err, struct cm_error *e);
 /* The quota of cpu (v1 cpu.cfs_quota_us, v2 cpu.max) and its burst_file (cpu.cfs_burst_us,
  * cpu.max.burst): a quota below the current burst is written after zeroing the burst. */
 int cg_write_cpu_quota(const char *dir, const char *file, const char *value, const char *field,

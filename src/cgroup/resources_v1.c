@@ -30,15 +30,6 @@ static const char *controller_dir(const struct cgroup *cg, const char *v1_name, 
   return NULL;
 }
 
-/* Hand an error we kept aside to the caller (who may have passed err == NULL). */
-static int pass_error(struct cm_error **err, struct cm_error *e) {
-  if (err != NULL && *err == NULL)
-    *err = e;
-  else
-    cm_error_free(e);
-  return -1;
-}
-
 static void v1_limit(char buf[32], int64_t v) {
   snprintf(buf, 32, "%" PRId64, v < 0 ? (int64_t)-1 : v);
 }
@@ -76,7 +67,7 @@ static int v1_memory_limits(const char *dir, const struct spec_memory *m, struct
     return m->limit.set ? cg_write(dir, "memory.limit_in_bytes", limit, F("memory.limit"), err) : 0;
   }
   if (first->errnum != EINVAL || !m->limit.set) {
-    return pass_error(err, first);
+    return cg_pass_error(err, first);
   }
   cm_error_free(first);
   if (cg_write(dir, "memory.limit_in_bytes", limit, F("memory.limit"), err) < 0)
@@ -145,10 +136,10 @@ static int v1_cpu(const char *dir, const struct spec_cpu *c, struct cm_error **e
     if (cg_writef(dir, "cpu.cfs_period_us", F("cpu.period"), &first, "%" PRIu64, c->period.value) < 0) {
       /* The old quota may not fit the new period: quota first, then the period again. */
       if (first->errnum != EINVAL || !quota_set) {
-        return pass_error(err, first);
+        return cg_pass_error(err, first);
       }
       cm_error_free(first);
-      if (cg_write(dir, "cpu.cfs_quota_us", quota, F("cpu.quota"), err) < 0 ||
+      if (cg_write_cpu_quota(dir, "cpu.cfs_quota_us", quota, F("cpu.quota"), c, "cpu.cfs_burst_us", err) < 0 ||
           cg_writef(dir, "cpu.cfs_period_us", F("cpu.period"), err, "%" PRIu64, c->period.value) < 0)
         return -1;
     }

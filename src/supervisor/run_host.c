@@ -126,16 +126,17 @@ static int attach_at(int mnt, const char *path, int dir_fd, const char *name, bo
  * could climb out of it): anything else is bound as before. A symlink cannot lead outside the
  * container's root wherever it points; the check keeps it from dangling. */
 static bool etc_link_into_usr(const char *name, char *target, size_t size) {
+  /* Entries in a subdirectory (default/locale) are bound. */
+  if (strchr(name, '/') != NULL)
+    return false;
   char host[PATH_MAX];
   snprintf(host, sizeof(host), "/etc/%s", name);
   ssize_t n = readlink(host, target, size - 1);
   if (n <= 0 || (size_t)n >= size - 1)
     return false;
   target[n] = '\0';
-  /* Relative to /etc: one "../" out of it (entries in a subdirectory, default/locale, are bound). */
+  /* Relative to /etc: one "../" out of it. */
   const char *rest = target;
-  if (strchr(name, '/') != NULL)
-    return false;
   if (target[0] != '/') {
     if (strncmp(target, "../", 3) != 0)
       return false;
@@ -162,6 +163,7 @@ int run_host_root(struct spec *s, size_t first_user_mount, bool overlay_root, st
   cleanup_close int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rfd < 0)
     return cm_error_set(err, errno, "--host: %s", root);
+  bool usr_bound = false; /* /usr is ours in the container: /etc's links into it resolve */
   for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++) {
     const char *d = system_dirs[i];
     struct stat st;
@@ -180,6 +182,7 @@ int run_host_root(struct spec *s, size_t first_user_mount, bool overlay_root, st
     }
     if (!S_ISDIR(st.st_mode))
       continue;
+    usr_bound |= strcmp(d, "/usr") == 0;
     if (overlay_root) {
       add_mount(s, &at, "bind", d, d, ro_bind);
       continue;
@@ -202,11 +205,6 @@ int run_host_root(struct spec *s, size_t first_user_mount, bool overlay_root, st
   cleanup_close int etc = openat(rfd, "etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (etc < 0)
     return cm_error_set(err, errno, "--host: open %s/etc", root);
-  bool usr_bound = false;
-  for (size_t i = 0; i < s->root_tree_mounts.count; i++)
-    usr_bound |= strcmp(s->root_tree_mounts.items[i], "/usr") == 0;
-  for (size_t i = 0; i < s->n_mounts; i++)
-    usr_bound |= s->mounts[i].trusted && strcmp(s->mounts[i].destination, "/usr") == 0;
   for (size_t i = 0; i < sizeof(etc_allowed) / sizeof(etc_allowed[0]); i++) {
     char host[PATH_MAX], target[PATH_MAX];
     snprintf(host, sizeof(host), "/etc/%s", etc_allowed[i]);
