@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cgroup/internal.h"
@@ -56,7 +57,43 @@ static char *controllers_from_superopts(const char *opts) {
   return out;
 }
 
-int cg_v1_discover(struct cgroup *cg, struct cm_error **err) {
+/* The v1 hierarchies of one mount namespace, as mountinfo listed them: read once per process
+ * and namespace. A codemode-run start looked them up three times (create, the delete that ends
+ * the run, and the init's cgroup mount, in a namespace of its own), and the kernel formats all
+ * of mountinfo each time: under --host, some 60 mounts. Keyed by the namespace's inode, so a
+ * process that has since unshared its mounts reads its own; a fork inherits a valid copy. */
+static char *v1_strdup(const char *s) {
+  char *d = strdup(s);
+  if (d == NULL)
+    abort();
+  return d;
+}
+
+struct v1_seen {
+  char *mountpoint;
+  char *controllers;
+};
+static struct {
+  dev_t ns_dev;
+  ino_t ns_ino;
+  bool valid;
+  struct v1_seen *list;
+  size_t n;
+} v1_cache;
+
+static void v1_cache_drop(void) {
+  for (size_t i = 0; i < v1_cache.n; i++) {
+    free(v1_cache.list[i].mountpoint);
+    free(v1_cache.list[i].controllers);
+  }
+  free(v1_cache.list);
+  v1_cache.list = NULL;
+  v1_cache.n = 0;
+  v1_cache.valid = false;
+}
+
+static int v1_scan_mountinfo(struct cm_error **err) {
+  v1_cache_drop();
   cleanup_fclose FILE *f = fopen("/proc/self/mountinfo", "re");
   if (f == NULL)
     return cm_error_set(err, errno, "open /proc/self/mountinfo");
@@ -65,7 +102,7 @@ int cg_v1_discover(struct cgroup *cg, struct cm_error **err) {
   while (getline(&line, &cap, f) > 0) {
     /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [optional…] - FSTYPE SOURCE SUPEROPTS" */
     char *sep = strstr(line, " - ");
-    if (sep == NULL)
+    if (sep == NULL || strncmp(sep + 3, "cgroup ", 7) != 0)
       continue;
     char fstype[32], source[256], superopts[1024];
     if (sscanf(sep + 3, "%31s %255s %1023s", fstype, source, superopts) != 3 || strcmp(fstype, "cgroup") != 0)
@@ -77,10 +114,32 @@ int cg_v1_discover(struct cgroup *cg, struct cm_error **err) {
     if (controllers == NULL)
       continue;
     bool seen = false;
-    for (size_t i = 0; i < cg->n_v1 && !seen; i++)
-      seen = strcmp(cg->v1[i].controllers, controllers) == 0;
+    for (size_t i = 0; i < v1_cache.n && !seen; i++)
+      seen = strcmp(v1_cache.list[i].controllers, controllers) == 0;
     if (seen)
       continue; /* the same hierarchy bind-mounted twice */
+    struct v1_seen *bigger = realloc(v1_cache.list, (v1_cache.n + 1) * sizeof(*bigger));
+    if (bigger == NULL)
+      abort();
+    v1_cache.list = bigger;
+    v1_cache.list[v1_cache.n++] =
+        (struct v1_seen){.mountpoint = v1_strdup(mountpoint), .controllers = cm_steal_ptr(&controllers)};
+  }
+  v1_cache.valid = true;
+  return 0;
+}
+
+int cg_v1_discover(struct cgroup *cg, struct cm_error **err) {
+  struct stat ns;
+  bool ns_known = stat("/proc/self/ns/mnt", &ns) == 0;
+  if (!ns_known || !v1_cache.valid || ns.st_dev != v1_cache.ns_dev || ns.st_ino != v1_cache.ns_ino) {
+    if (v1_scan_mountinfo(err) < 0)
+      return -1;
+    v1_cache.valid = ns_known; /* no namespace to key on (no procfs): read again next time */
+    v1_cache.ns_dev = ns_known ? ns.st_dev : 0;
+    v1_cache.ns_ino = ns_known ? ns.st_ino : 0;
+  }
+  for (size_t k = 0; k < v1_cache.n; k++) {
     struct cgroup_v1_hierarchy *bigger = realloc(cg->v1, (cg->n_v1 + 1) * sizeof(*bigger));
     if (bigger == NULL)
       abort();
@@ -88,9 +147,9 @@ int cg_v1_discover(struct cgroup *cg, struct cm_error **err) {
     struct cgroup_v1_hierarchy *h = &cg->v1[cg->n_v1++];
     memset(h, 0, sizeof(*h));
     h->existing_depth = -1;
-    h->mountpoint = strdup(mountpoint);
-    h->controllers = cm_steal_ptr(&controllers);
-    if (h->mountpoint == NULL || asprintf(&h->dir, "%s%s", mountpoint, cg->path) < 0)
+    h->mountpoint = v1_strdup(v1_cache.list[k].mountpoint);
+    h->controllers = v1_strdup(v1_cache.list[k].controllers);
+    if (asprintf(&h->dir, "%s%s", h->mountpoint, cg->path) < 0)
       abort();
   }
   return 0;

@@ -7,7 +7,10 @@
 #include <cmocka.h>
 
 #include <linux/magic.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 
 #include "test_cgroup_util.h"
 
@@ -401,6 +404,53 @@ static void test_cpu_burst(void **state) {
   free(path);
 }
 
+/* The hierarchies are read once per mount namespace (v1.c's cache): a process that unshared its
+ * mounts and has a hierarchy elsewhere creates its cgroup where its own mountinfo says. In a
+ * private namespace of a child, the pids hierarchy is moved to a directory of the test's own and
+ * an empty tmpfs covers its old place (so a stale answer could only write into that tmpfs). */
+static void test_discover_per_mount_namespace(void **state) {
+  char *path = test_cgroup_name();
+  struct spec_linux l = {0};
+  l.cgroups_path = path;
+  struct cgroup *cg = NULL;
+  ASSERT_OK(cgroup_create("cm-test", &l, CGROUP_MANAGER_CGROUPFS, &cg, &err)); /* fills the cache */
+  ASSERT_OK(cgroup_destroy(cg, &err));
+  cgroup_free(cg);
+  char moved[] = "/tmp/cm-test-v1ns.XXXXXX";
+  assert_non_null(mkdtemp(moved));
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+        mount("/sys/fs/cgroup/pids", moved, NULL, MS_MOVE, NULL) < 0 ||
+        mount("cm-test", "/sys/fs/cgroup/pids", "tmpfs", 0, "size=64k") < 0)
+      _exit(10);
+    struct cgroup *mine = NULL;
+    struct cm_error *e = NULL;
+    if (cgroup_create("cm-test", &l, CGROUP_MANAGER_CGROUPFS, &mine, &e) < 0)
+      _exit(11);
+    if (path_exists("/sys/fs/cgroup/pids%s", path))
+      _exit(12); /* the parent's answer, stale here */
+    if (!path_exists("%s%s", moved, path))
+      _exit(13);
+    _exit(cgroup_destroy(mine, &e) < 0 ? 14 : 0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  rmdir(moved);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg(
+        "child: status %#x (10 setup, 11 create, 12 stale hierarchy, 13 none at the moved one, 14 destroy)",
+        status);
+  /* And this process, in its own namespace still, sees the hierarchy where it was. */
+  ASSERT_OK(cgroup_create("cm-test", &l, CGROUP_MANAGER_CGROUPFS, &cg, &err));
+  assert_true(path_exists("/sys/fs/cgroup/pids%s", path));
+  ASSERT_OK(cgroup_destroy(cg, &err));
+  cgroup_free(cg);
+  assert_gone(path);
+  free(path);
+}
+
 int main(void) {
   struct statfs st;
   if (statfs("/sys/fs/cgroup", &st) < 0 || st.f_type == CGROUP2_SUPER_MAGIC || geteuid() != 0) {
@@ -419,6 +469,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_reuse_only_when_empty, teardown),
       cmocka_unit_test_teardown(test_update, teardown),
       cmocka_unit_test_teardown(test_cpu_burst, teardown),
+      cmocka_unit_test_teardown(test_discover_per_mount_namespace, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
