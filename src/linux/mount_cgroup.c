@@ -61,7 +61,9 @@ static int read_hierarchies(struct hierarchy **out, size_t *n_out, struct cm_err
   while (getline(&line, &cap, f) > 0) {
     char root[4096], mountpoint[4096], fstype[64], source[4096], super_opts[4096];
     const char *sep = strstr(line, " - ");
-    if (!sep || sscanf(line, "%*s %*s %*s %4095s %4095s", root, mountpoint) != 2 ||
+    /* Only cgroup and cgroup2 lines are parsed (under --host most of the ~60 lines are binds). */
+    if (!sep || strncmp(sep + 3, "cgroup", 6) != 0 ||
+        sscanf(line, "%*s %*s %*s %4095s %4095s", root, mountpoint) != 2 ||
         sscanf(sep + 3, "%63s %4095s %4095s", fstype, source, super_opts) != 3)
       continue;
     bool v2 = strcmp(fstype, "cgroup2") == 0;
