@@ -57,11 +57,6 @@ static char *controllers_from_superopts(const char *opts) {
   return out;
 }
 
-/* The v1 hierarchies of one mount namespace, as mountinfo listed them: read once per process
- * and namespace. A codemode-run start looked them up three times (create, the delete that ends
- * the run, and the init's cgroup mount, in a namespace of its own), and the kernel formats all
- * of mountinfo each time: under --host, some 60 mounts. Keyed by the namespace's inode, so a
- * process that has since unshared its mounts reads its own; a fork inherits a valid copy. */
 static char *v1_strdup(const char *s) {
   char *d = strdup(s);
   if (d == NULL)
@@ -69,6 +64,12 @@ static char *v1_strdup(const char *s) {
   return d;
 }
 
+/* The v1 hierarchies of one mount namespace, as mountinfo listed them: read once per process
+ * and namespace. codemode-run looked them up twice in its own namespace (the create, and the
+ * delete that ends the run), and the kernel formats all of mountinfo each time: under --host,
+ * some 60 mounts. Keyed by the namespace's inode, so a process that has since unshared its
+ * mounts reads its own, and a fork (same namespace, same mounts) inherits a valid copy. One
+ * thread: nothing in codemode calls the cgroup code from two at once. */
 struct v1_seen {
   char *mountpoint;
   char *controllers;
