@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cgroup/internal.h"
+#include "spec/json_util.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -57,13 +58,6 @@ static char *controllers_from_superopts(const char *opts) {
   return out;
 }
 
-static char *v1_strdup(const char *s) {
-  char *d = strdup(s);
-  if (d == NULL)
-    abort();
-  return d;
-}
-
 /* The v1 hierarchies of one mount namespace, as mountinfo listed them: read once per process
  * and namespace. codemode-run looked them up twice in its own namespace (the create, and the
  * delete that ends the run), and the kernel formats all of mountinfo each time: under --host,
@@ -106,7 +100,7 @@ static int v1_scan_mountinfo(struct cm_error **err) {
     if (sep == NULL || strncmp(sep + 3, "cgroup ", 7) != 0)
       continue;
     char fstype[32], source[256], superopts[1024];
-    if (sscanf(sep + 3, "%31s %255s %1023s", fstype, source, superopts) != 3 || strcmp(fstype, "cgroup") != 0)
+    if (sscanf(sep + 3, "%31s %255s %1023s", fstype, source, superopts) != 3)
       continue;
     char root[4096], mountpoint[4096];
     if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, mountpoint) != 2)
@@ -124,21 +118,21 @@ static int v1_scan_mountinfo(struct cm_error **err) {
       abort();
     v1_cache.list = bigger;
     v1_cache.list[v1_cache.n++] =
-        (struct v1_seen){.mountpoint = v1_strdup(mountpoint), .controllers = cm_steal_ptr(&controllers)};
+        (struct v1_seen){.mountpoint = xstrdup(mountpoint), .controllers = cm_steal_ptr(&controllers)};
   }
-  v1_cache.valid = true;
   return 0;
 }
 
 int cg_v1_discover(struct cgroup *cg, struct cm_error **err) {
-  struct stat ns;
+  struct stat ns = {0};
   bool ns_known = stat("/proc/self/ns/mnt", &ns) == 0;
   if (!ns_known || !v1_cache.valid || ns.st_dev != v1_cache.ns_dev || ns.st_ino != v1_cache.ns_ino) {
     if (v1_scan_mountinfo(err) < 0)
       return -1;
-    v1_cache.valid = ns_known; /* no namespace to key on (no procfs): read again next time */
-    v1_cache.ns_dev = ns_known ? ns.st_dev : 0;
-    v1_cache.ns_ino = ns_known ? ns.st_ino : 0;
+    /* No namespace to key on (no procfs): read again next time. */
+    v1_cache.valid = ns_known;
+    v1_cache.ns_dev = ns.st_dev;
+    v1_cache.ns_ino = ns.st_ino;
   }
   for (size_t k = 0; k < v1_cache.n; k++) {
     struct cgroup_v1_hierarchy *bigger = realloc(cg->v1, (cg->n_v1 + 1) * sizeof(*bigger));
@@ -148,8 +142,8 @@ int cg_v1_discover(struct cgroup *cg, struct cm_error **err) {
     struct cgroup_v1_hierarchy *h = &cg->v1[cg->n_v1++];
     memset(h, 0, sizeof(*h));
     h->existing_depth = -1;
-    h->mountpoint = v1_strdup(v1_cache.list[k].mountpoint);
-    h->controllers = v1_strdup(v1_cache.list[k].controllers);
+    h->mountpoint = xstrdup(v1_cache.list[k].mountpoint);
+    h->controllers = xstrdup(v1_cache.list[k].controllers);
     if (asprintf(&h->dir, "%s%s", h->mountpoint, cg->path) < 0)
       abort();
   }
