@@ -12,12 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "linux/rootfs_internal.h"
 #include "util/cleanup.h"
+#include "util/file_copy.h"
 
 #define MAX_DEPTH 128
 
@@ -29,16 +29,8 @@ static int copy_file(int src_dir, int dst_dir, const char *name, const struct st
   cleanup_close int out = openat(dst_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (out < 0)
     return cm_error_set(err, errno, "tmpcopyup: create %s", path);
-  for (off_t left = st->st_size; left > 0;) {
-    ssize_t n = sendfile(out, in, NULL, left > (1 << 30) ? (1 << 30) : (size_t)left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return cm_error_set(err, errno, "tmpcopyup: copy %s", path);
-    if (n == 0)
-      break; /* shrank meanwhile */
-    left -= n;
-  }
+  if (file_copy_bytes(out, in, st->st_size) < 0)
+    return cm_error_set(err, errno, "tmpcopyup: copy %s", path);
   if (fchown(out, st->st_uid, st->st_gid) < 0 || fchmod(out, st->st_mode & 07777) < 0)
     return cm_error_set(err, errno, "tmpcopyup: owner and mode of %s", path);
   return 0;

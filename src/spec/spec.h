@@ -369,8 +369,9 @@ struct spec {
    * scratch mount namespace (--host's read-only system directories and /etc allow-list), so the
    * root is cloned with them (recursively, idmapped as one tree) though hardened. */
   bool root_tree_trusted;
-  /* Never from JSON: where those mounts are (destinations, as s->mounts would name them), for
-   * what reads the mounts as a list (learn mode's collapse). */
+  /* Never from JSON: where those mounts are (destinations, as s->mounts would name them), and
+   * the small /etc files copied into the root in place of a bind, for what reads the mounts as
+   * a list (learn mode's collapse, which stops at each as it did at their binds). */
   struct spec_strv root_tree_mounts;
   struct spec_process *process; /* NULL when absent (allowed for create only by spec; we require it) */
   char *hostname;
