@@ -31,14 +31,54 @@ static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib
 
 /* /etc entries a program may need; everything else of /etc stays out (an allow-list: a new file
  * with secrets in it is never exposed by accident). */
-/* (Not npmrc, pip.conf, gitconfig: they can hold registry tokens and credential helpers.) */
+/* (Not npmrc, pip.conf, gitconfig: they can hold registry tokens and credential helpers. Not
+ * all of ssl or pki: their private/ directories hold the host's TLS keys (Debian's
+ * /etc/ssl/private, RHEL's /etc/pki/tls/private), which idmapping would show as the container
+ * root's; only the trust store and OpenSSL's configuration beside them.) */
 static const char *const etc_allowed[] = {
-    "passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "networks",
-    "protocols", "services", "ssl", "ca-certificates", "ca-certificates.conf", "pki", "crypto-policies",
-    "localtime", "timezone", "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "os-release",
-    "debian_version", "lsb-release", "mime.types", "magic", "magic.mime", "inputrc",
-    "xdg", "fonts", "locale.alias", "locale.conf", "default/locale", "java-17-openjdk",
-    "python3", "python3.11", "perl", "profile",
+    "passwd",
+    "group",
+    "hosts",
+    "resolv.conf",
+    "nsswitch.conf",
+    "host.conf",
+    "gai.conf",
+    "networks",
+    "protocols",
+    "services",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "ssl/cert.pem",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "pki/ca-trust",
+    "pki/tls/certs",
+    "pki/tls/openssl.cnf",
+    "pki/tls/cert.pem",
+    "crypto-policies",
+    "localtime",
+    "timezone",
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "os-release",
+    "debian_version",
+    "lsb-release",
+    "mime.types",
+    "magic",
+    "magic.mime",
+    "inputrc",
+    "xdg",
+    "fonts",
+    "locale.alias",
+    "locale.conf",
+    "default/locale",
+    "java-17-openjdk",
+    "python3",
+    "python3.11",
+    "perl",
+    "profile",
 };
 
 /* Inserted at *at (then advanced): before the --mount binds of the command line, which must land
@@ -100,10 +140,9 @@ static int clone_read_only(const char *path, struct cm_error **err) {
   return cm_steal_fd(&mnt);
 }
 
-/* The directory of name (relative, at most one '/') under dir_fd, made when name has one. */
+/* The directories above name (relative: pki/tls/certs) under dir_fd, made where missing. */
 static int make_parent(int dir_fd, const char *name, struct cm_error **err) {
-  const char *slash = strchr(name, '/');
-  if (slash) {
+  for (const char *slash = strchr(name, '/'); slash; slash = strchr(slash + 1, '/')) {
     char up[PATH_MAX];
     snprintf(up, sizeof(up), "%.*s", (int)(slash - name), name);
     if (mkdirat(dir_fd, up, 0755) < 0 && errno != EEXIST)
@@ -112,7 +151,7 @@ static int make_parent(int dir_fd, const char *name, struct cm_error **err) {
   return 0;
 }
 
-/* The clone `mnt` of `path` attached at `name` (relative, may hold one '/') under dir_fd, on a
+/* The clone `mnt` of `path` attached at `name` (relative, may hold '/') under dir_fd, on a
  * mount point made here: a directory or an empty file, never there before (so never a symlink,
  * and move_mount does not follow one in the last component). Made in our scratch mount
  * namespace, so the runtime takes the whole root as one tree: one idmapped clone, no message
@@ -137,7 +176,7 @@ static int attach_at(int mnt, const char *path, int dir_fd, const char *name, bo
  * could climb out of it): anything else is bound as before. A symlink cannot lead outside the
  * container's root wherever it points; the check keeps it from dangling. */
 static bool etc_link_into_usr(const char *name, char *target, size_t size) {
-  /* Entries in a subdirectory (default/locale) are bound. */
+  /* Entries in a subdirectory (default/locale, ssl/certs) are bound or copied. */
   if (strchr(name, '/') != NULL)
     return false;
   char host[PATH_MAX];

@@ -233,16 +233,18 @@ esc() { escape_run 60 "${PROFILE:-mcp}" "$@"; }
 
 @test "codemode-run --host: the host's binds are read-only, nosuid, nodev and idmapped, none recursive; no /etc secret" {
   run timeout --kill-after=5 60 "$CODEMODE_RUN" --root "$ROOT" --id "$CID" --host -- /bin/sh -c \
-    'cat /proc/self/mountinfo; [ -e /etc/shadow ] && echo SHADOW; mount -o remount,rw /usr 2>/dev/null && echo REMOUNTED; true' </dev/null
+    'cat /proc/self/mountinfo; [ -e /etc/shadow ] && echo SHADOW; mount -o remount,rw /usr 2>/dev/null && echo REMOUNTED
+     # The host'"'"'s TLS keys: ssl and pki are bound in parts (trust store, openssl.cnf), never private/.
+     for d in /etc/ssl/private /etc/pki/tls/private /etc/pki/CA/private; do [ -e $d ] && echo "KEYS $d"; done; true' </dev/null
   echo "$output" >&3
   [ "$status" -eq 0 ]
-  [[ "$output" != *SHADOW* ]] && [[ "$output" != *REMOUNTED* ]]
+  [[ "$output" != *SHADOW* ]] && [[ "$output" != *REMOUNTED* ]] && [[ "$output" != *KEYS* ]]
   # Mount point (field 5) and per-mount options (field 6) of each bind of the host's /usr and /etc.
   local binds
   binds=$(awk '$5 == "/usr" || $5 ~ /^\/etc\// {print $5, $6}' <<<"$output")
   grep -q '^/usr ' <<<"$binds"
   # /etc's directories are binds; its small files are copies (the next test).
-  [ ! -d /etc/ssl ] || grep -q '^/etc/ssl ' <<<"$binds"
+  [ ! -d /etc/ssl/certs ] || grep -q '^/etc/ssl/certs ' <<<"$binds"
   # Idmapped as root (the container's range); as a user its namespace nests in codemode-run's,
   # which maps the ids as they are.
   local want_idmap=0
