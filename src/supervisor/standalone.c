@@ -355,9 +355,12 @@ out:
   policy_result_free(&pol);
   egress_setup_free(&egress);
   run_secrets_free(&secrets);
-  if (plan.ephemeral_dir[0]) {
+  /* A directory made for this run (mkdtemp) must be free of its mount to be removed. The kept,
+   * shared mount point needs nothing: the tmpfs and all under it go with our mount namespace
+   * when we exit, in the one teardown its other mounts get (an unmount of its own walked the
+   * tree and waited out an RCU grace period once more on the way out: issue 27). */
+  if (plan.ephemeral_dir[0] && !plan.ephemeral_kept)
     umount2(plan.ephemeral_dir, MNT_DETACH);
-  }
   plan_remove_leftovers(&plan);
   /* Cleanup done: the watcher may go. */
   plan_tell(&plan, 'D', NULL);
