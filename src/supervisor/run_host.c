@@ -49,6 +49,7 @@ static const char *const etc_allowed[] = {
     "ssl/certs",
     "ssl/openssl.cnf",
     "ssl/cert.pem",
+    "ssl/ca-bundle.pem", /* openSUSE's CA bundle */
     "ca-certificates",
     "ca-certificates.conf",
     "pki/ca-trust",
