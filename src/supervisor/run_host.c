@@ -206,21 +206,22 @@ static bool etc_link_into_usr(const char *name, char *target, size_t size) {
 enum etc_copy { ETC_COPIED, ETC_BIND, ETC_ABSENT };
 
 /* Larger files are bound: the copy is read whole at each start. ld.so.cache and mime.types, the
- * largest of the list on Debian, are 47 and 74 KiB. */
+ * largest of the list on Debian, are 47 and 74 KiB; binding them instead (a 16 KiB limit) was
+ * no faster, and neither was read/write through a buffer instead of sendfile (A/B, 400 runs). */
 #define ETC_COPY_MAX (256 * 1024)
 
 /* An /etc file copied into the root's tmpfs instead of bound over an empty file there. A bind
  * costs ~30 us of CPU over a run: the clone, its mount point, the runtime's idmapped clone of
  * the tree and the container's copy of the namespace holding it, the teardown of each (leaving
  * the 22 small files of Debian's list out saved 0.7 ms of a --host start); a copy, about half
- * (copies instead of binds: -0.3 to -0.4 ms, issue 27's note). Only under
- * a read-only root (the caller checks), so that the copy is as read-only to the container as a
- * bind was. What the container sees is the file as it was at the start: a bind showed a later
- * write in place too, but not a replaced file (it holds the old inode), and replacing is how
- * passwd, group and resolv.conf are updated. The file is judged on the fd read from (opened
- * following a symlink, as the bind followed it: resolv.conf into /run): a regular file, else a
- * directory (bound), else skipped (a fifo or a device, as the bind path skips them). Unreadable
- * to us (a user's run): bound, as before, and as unreadable in the container. */
+ * (copies instead of binds: -0.3 to -0.4 ms, issue 27's note). Only under a read-only root (the
+ * caller checks), so that the copy is as read-only to the container as a bind was. What the
+ * container sees is the file as it was at the start: a bind showed a later write in place too,
+ * but not a replaced file (it holds the old inode), and replacing is how passwd, group and
+ * resolv.conf are updated. The file is judged on the fd read from (opened following a symlink,
+ * as the bind followed it: resolv.conf into /run): a regular file, else a directory (bound),
+ * else skipped (a fifo or a device, as the bind path skips them). Unreadable to us (a user's
+ * run): bound, as before, and as unreadable in the container. */
 static int copy_small_file(const char *host, int dir_fd, const char *name, mode_t umask_now,
                            struct cm_error **err) {
   cleanup_close int in = open(host, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
