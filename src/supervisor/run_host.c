@@ -26,6 +26,7 @@
 #include "util/cleanup.h"
 #include "util/file_copy.h"
 #include "util/host_root.h"
+#include "util/safepath.h"
 
 static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
 
@@ -143,13 +144,13 @@ static int clone_read_only(const char *path, struct cm_error **err) {
 
 /* The directories above name (relative: pki/tls/certs) under dir_fd, made where missing. */
 static int make_parent(int dir_fd, const char *name, struct cm_error **err) {
-  for (const char *slash = strchr(name, '/'); slash; slash = strchr(slash + 1, '/')) {
-    char up[PATH_MAX];
-    snprintf(up, sizeof(up), "%.*s", (int)(slash - name), name);
-    if (mkdirat(dir_fd, up, 0755) < 0 && errno != EEXIST)
-      return cm_error_set(err, errno, "--host: mkdir %s", up);
-  }
-  return 0;
+  const char *slash = strrchr(name, '/');
+  if (slash == NULL)
+    return 0;
+  char up[PATH_MAX];
+  snprintf(up, sizeof(up), "%.*s", (int)(slash - name), name);
+  cleanup_close int fd = safepath_mkdir_p(dir_fd, up, 0755, err);
+  return fd < 0 ? cm_error_prefix(err, "--host") : 0;
 }
 
 /* The clone `mnt` of `path` attached at `name` (relative, may hold '/') under dir_fd, on a
